@@ -1,0 +1,221 @@
+"""SQLModel tables of the ledger DB: dimensions, price books, batches, periods, allocation runs and lines.
+
+Money columns use :class:`Money`: NUMERIC on PostgreSQL, a canonical decimal string on SQLite
+(which has no exact decimal type), and always ``Decimal`` in Python. Times use :class:`UTCDateTime`.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Field, SQLModel
+
+
+class Money(TypeDecorator):
+    """An exact decimal: NUMERIC(38, 12) on PostgreSQL, TEXT on SQLite, never a float."""
+
+    impl = sa.String(64)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.Numeric(38, 12, asdecimal=True))
+        return dialect.type_descriptor(sa.String(64))
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if not isinstance(value, Decimal):
+            if isinstance(value, float):
+                raise TypeError("Money columns refuse floats")
+            value = Decimal(value)
+        if dialect.name == "postgresql":
+            return value
+        return format(value, "f")
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        d = value if isinstance(value, Decimal) else Decimal(str(value))
+        if dialect.name == "postgresql":
+            # NUMERIC(38, 12) pads to 12 places: give back the number as it was written.
+            d = d.normalize() if d != d.to_integral_value() else d.quantize(Decimal(1))
+        return d
+
+
+class UTCDateTime(TypeDecorator):
+    """A timezone-aware instant stored in UTC; always returned aware (SQLite drops the offset)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class DimensionBase(SQLModel):
+    name: str = Field(primary_key=True, max_length=200)
+    display_name: str = Field(default="", max_length=200)
+    owner: str = Field(default="", max_length=200)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class Tenant(DimensionBase, table=True):
+    """A customer of the fleet (internal team or external account)."""
+
+    __tablename__ = "tenant"
+
+
+class Product(DimensionBase, table=True):
+    """A product or feature that sends requests."""
+
+    __tablename__ = "product"
+
+
+class Pool(DimensionBase, table=True):
+    """A self-hosted serving pool (registered when fleet intervals name it)."""
+
+    __tablename__ = "pool"
+
+
+class PriceBookRow(SQLModel, table=True):
+    """One loaded version of a price book; `content` is the TOML as loaded (immutable), `digest` its SHA-256."""
+
+    __tablename__ = "price_book"
+    __table_args__ = (sa.UniqueConstraint("name", "version", name="uq_price_book_name_version"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, index=True)
+    version: str = Field(max_length=100)
+    currency: str = Field(max_length=3)
+    source: str = Field(default="")
+    retrieved_at: date
+    digest: str = Field(max_length=64)
+    path: str = Field(default="")
+    content: str = Field(sa_type=sa.Text)
+    loaded_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class PriceEntryRow(SQLModel, table=True):
+    """A price of a loaded book, for queries; the book's `content` remains the source of truth."""
+
+    __tablename__ = "price_entry"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    book_id: int = Field(foreign_key="price_book.id", index=True)
+    entry: int
+    meter: str = Field(max_length=100, index=True)
+    sku: str = Field(max_length=200)
+    region: str = Field(max_length=100)
+    purchase_option: str = Field(max_length=100)
+    price: Decimal = Field(sa_type=Money)
+    list_price: Decimal = Field(sa_type=Money)
+    currency: str = Field(max_length=3)
+    per: str = Field(max_length=100)
+    effective_from: datetime = Field(sa_type=UTCDateTime)
+    effective_to: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    source_url: str = Field(default="")
+    tiers: str = Field(default="[]", sa_type=sa.Text)
+    upfront: Optional[Decimal] = Field(default=None, sa_type=Money)
+    term: Optional[str] = Field(default=None, max_length=100)
+
+
+class FxRateRow(SQLModel, table=True):
+    """A dated FX rate of a loaded book: `rate` units of `to_currency` per unit of `from_currency`."""
+
+    __tablename__ = "fx_rate"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    book_id: int = Field(foreign_key="price_book.id", index=True)
+    from_currency: str = Field(max_length=3)
+    to_currency: str = Field(max_length=3)
+    rate: Decimal = Field(sa_type=Money)
+    effective_from: datetime = Field(sa_type=UTCDateTime)
+    effective_to: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
+class IngestBatch(SQLModel, table=True):
+    """One ingest invocation. `files` is JSON: [{path, sha256, rows}]. Facts of a batch are visible
+    only once its row exists with status ``committed`` (the commit point of the batch)."""
+
+    __tablename__ = "ingest_batch"
+    id: str = Field(primary_key=True, max_length=40)
+    kind: str = Field(max_length=20, index=True)
+    status: str = Field(default="committed", max_length=20)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    files: str = Field(default="[]", sa_type=sa.Text)
+    rows_read: int = 0
+    rows_new: int = 0
+    rows_duplicate: int = 0
+    first_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    last_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    booked_period: Optional[str] = Field(default=None, max_length=7)
+    as_adjustment: bool = False
+
+
+class Period(SQLModel, table=True):
+    """An accounting period ``[start, end)`` in UTC, named ``YYYY-MM``; `status` open or closed."""
+
+    __tablename__ = "period"
+    name: str = Field(primary_key=True, max_length=7)
+    start: datetime = Field(sa_type=UTCDateTime)
+    end: datetime = Field(sa_type=UTCDateTime)
+    status: str = Field(default="open", max_length=10)
+    closed_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
+class AllocationRun(SQLModel, table=True):
+    """An immutable allocation of ``[period_start, period_end)``. `price_books` is a JSON list of
+    ``name@version``; `summary` the JSON report; `total` the sum of priced resources."""
+
+    __tablename__ = "allocation_run"
+    id: str = Field(primary_key=True, max_length=40)
+    period_start: datetime = Field(sa_type=UTCDateTime, index=True)
+    period_end: datetime = Field(sa_type=UTCDateTime)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    currency: str = Field(max_length=3)
+    idle_policy: str = Field(max_length=20)
+    basis: str = Field(max_length=30)
+    inputs_digest: str = Field(max_length=64)
+    price_books: str = Field(default="[]", sa_type=sa.Text)
+    code_version: str = Field(max_length=40)
+    total: Decimal = Field(sa_type=Money)
+    summary: str = Field(default="{}", sa_type=sa.Text)
+
+
+class AllocationLine(SQLModel, table=True):
+    """One line of a run. `kind` is tenant, idle_slack, idle_reserve or unallocated (an explicit
+    column, never a name suffix); `work` succeeded or failed; `amount` in `currency`, exact."""
+
+    __tablename__ = "allocation_line"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="allocation_run.id", index=True, max_length=40)
+    day: date
+    kind: str = Field(max_length=20)
+    tenant: Optional[str] = Field(default=None, max_length=200)
+    product: Optional[str] = Field(default=None, max_length=200)
+    model: Optional[str] = Field(default=None, max_length=200)
+    pool: Optional[str] = Field(default=None, max_length=200)
+    provider: Optional[str] = Field(default=None, max_length=200)
+    category: str = Field(max_length=30)
+    work: str = Field(max_length=10)
+    quantity: Decimal = Field(sa_type=Money)
+    unit: str = Field(max_length=50)
+    amount: Decimal = Field(sa_type=Money)
+    currency: str = Field(max_length=3)

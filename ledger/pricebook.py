@@ -1,0 +1,575 @@
+"""Dated price books: load and validate TOML books, and look up the price in force at an instant."""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import tomllib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timezone
+from decimal import Decimal
+from pathlib import Path
+
+from babel.numbers import list_currencies
+
+from . import units
+from .money import MoneyError, quantize, to_decimal
+
+#: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens.
+GPU_METERS = frozenset({"gpu_time"})
+TOKEN_METERS = frozenset({"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"})
+#: The precision of an effective price that amortizes an upfront amount (a price, not money).
+EFFECTIVE_PRICE_EXP = Decimal("1e-10")
+
+_CURRENCIES = frozenset(list_currencies())
+_BOOK_FIELDS = {"name", "version", "currency", "source", "retrieved_at", "description"}
+_PRICE_FIELDS = {"meter", "sku", "region", "purchase_option", "price", "currency", "per", "effective_from",
+                 "effective_to", "source_url", "description", "tiers", "upfront", "term"}
+_FX_FIELDS = {"from", "to", "rate", "effective_from", "effective_to", "source_url"}
+
+
+class NoPriceError(LookupError, ValueError):
+    """No price in force for a usage: never a silent zero."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a price book: `file`, the `entry` it concerns, and the `message`."""
+
+    file: str
+    entry: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.entry}: {self.message}" if self.entry else f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Tier:
+    """Long-context tier: when a request has more than `above_input_tokens` input tokens, `price`
+    (per the entry's `per`) applies to every token of that request for the entry's meter."""
+
+    above_input_tokens: int
+    price: Decimal
+
+
+@dataclass(frozen=True)
+class Price:
+    """A price in force over ``[effective_from, effective_to)`` (end exclusive; None is open-ended).
+
+    Fields: `meter`, `sku`, `region` (``*`` = any), `purchase_option` (``*`` = any); `price` is the
+    effective price in `currency` per one `per` (a pint expression such as ``gpu * hour`` or
+    ``1e6 * token``), with any `upfront` amount amortized over `term`; `list_price` is the price
+    as written; `tiers` are long-context tiers, ascending; `book`, `version`, `entry` (1-based
+    index in the book) and `source_url` say where it came from.
+    """
+
+    meter: str
+    sku: str
+    region: str
+    purchase_option: str
+    price: Decimal
+    currency: str
+    per: str
+    effective_from: datetime
+    effective_to: datetime | None
+    source_url: str
+    book: str
+    version: str
+    entry: int
+    list_price: Decimal
+    tiers: tuple[Tier, ...] = ()
+    upfront: Decimal | None = None
+    term: str | None = None
+    description: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.meter, self.sku, self.region, self.purchase_option)
+
+    def in_force(self, at: datetime) -> bool:
+        return self.effective_from <= at and (self.effective_to is None or at < self.effective_to)
+
+    def price_for_request(self, input_tokens: int) -> Decimal:
+        """The per-`per` price for a request with `input_tokens` (highest tier exceeded, else base)."""
+        p = self.price
+        for t in self.tiers:
+            if input_tokens > t.above_input_tokens:
+                p = t.price
+        return p
+
+    def label(self) -> str:
+        return "/".join(self.key)
+
+
+@dataclass(frozen=True)
+class FxRate:
+    """`rate` units of `to` for one unit of `from_`, in force over ``[effective_from, effective_to)``."""
+
+    from_: str
+    to: str
+    rate: Decimal
+    effective_from: datetime
+    effective_to: datetime | None
+    source_url: str
+    book: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Book:
+    """One version of a price book as written in `path`; `digest` is the SHA-256 of its bytes."""
+
+    name: str
+    version: str
+    currency: str
+    source: str
+    retrieved_at: date
+    path: str
+    digest: str
+    text: str
+    prices: tuple[Price, ...] = field(default=())
+    fx: tuple[FxRate, ...] = field(default=())
+    description: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+def _instant(value: object) -> datetime | str:
+    """A TOML value as an aware UTC datetime, or an error message."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return "timestamp has no UTC offset (write e.g. 2026-10-01T00:00:00Z)"
+        return value.astimezone(timezone.utc)
+    if isinstance(value, date):
+        return datetime.combine(value, time(0), tzinfo=timezone.utc)
+    if isinstance(value, str):
+        try:
+            d = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return f"{value!r} is not an ISO 8601 timestamp"
+        return _instant(d)
+    return f"{value!r} is not a timestamp"
+
+
+def _decimal(value: object, what: str) -> Decimal | str:
+    if isinstance(value, float):
+        return f"{what} {value!r} is a TOML float; write it as a string (\"{value}\") so it stays exact"
+    try:
+        return to_decimal(value, what=what)
+    except MoneyError as e:
+        return str(e)
+
+
+def parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
+    """Parse and validate one book's TOML text. Returns the book (None when unusable) and problems."""
+    problems: list[Problem] = []
+
+    def err(entry: str, msg: str) -> None:
+        problems.append(Problem(path, entry, msg))
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        err("", f"not valid TOML: {e}")
+        return None, problems
+    head = doc.get("book")
+    if not isinstance(head, dict):
+        err("[book]", "missing [book] table (name, version, currency, source, retrieved_at)")
+        return None, problems
+    for k in sorted(set(doc) - {"book", "price", "fx"}):
+        err("", f"unknown top-level key {k!r}")
+    for k in sorted(set(head) - _BOOK_FIELDS):
+        err("[book]", f"unknown field {k!r}")
+    for k in ("name", "version", "currency", "source", "retrieved_at"):
+        if k not in head:
+            err("[book]", f"missing required field {k!r}")
+    name = str(head.get("name", ""))
+    version = str(head.get("version", ""))
+    currency = head.get("currency", "")
+    if "currency" in head and currency not in _CURRENCIES:
+        err("[book]", f"currency {currency!r} is not an ISO 4217 code")
+    retrieved = head.get("retrieved_at")
+    if "retrieved_at" in head and not isinstance(retrieved, date):
+        err("[book]", f"retrieved_at {retrieved!r} is not a date")
+    if isinstance(retrieved, datetime):
+        retrieved = retrieved.date()
+
+    prices: list[Price] = []
+    raw_prices = doc.get("price", [])
+    if not isinstance(raw_prices, list):
+        err("price", "[[price]] must be an array of tables")
+        raw_prices = []
+    for i, raw in enumerate(raw_prices, start=1):
+        p = _parse_price(raw, i, name, version, str(currency), err)
+        if p is not None:
+            prices.append(p)
+
+    fx: list[FxRate] = []
+    raw_fx = doc.get("fx", [])
+    for i, raw in enumerate(raw_fx if isinstance(raw_fx, list) else [], start=1):
+        r = _parse_fx(raw, i, name, version, err)
+        if r is not None:
+            fx.append(r)
+
+    for a, b in _overlaps(prices):
+        err(f"price[{b.entry}] {b.label()}",
+            f"overlaps price[{a.entry}] of the same key in force from {a.effective_from.isoformat()}"
+            f" to {a.effective_to.isoformat() if a.effective_to else 'open end'}")
+    for (f1, t1), rates in _group(fx, lambda r: (r.from_, r.to)).items():
+        rates.sort(key=lambda r: r.effective_from)
+        for a, b in zip(rates, rates[1:]):
+            if a.effective_to is None or b.effective_from < a.effective_to:
+                err(f"fx {f1}->{t1}", f"rates from {a.effective_from.isoformat()} and {b.effective_from.isoformat()} overlap")
+    if problems:
+        return None, problems
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    book = Book(name=name, version=version, currency=str(currency), source=str(head["source"]),
+                retrieved_at=retrieved, path=path, digest=digest, text=text, prices=tuple(prices), fx=tuple(fx),
+                description=str(head.get("description", "")))
+    return book, problems
+
+
+def _parse_price(raw: object, i: int, book: str, version: str, book_currency: str, err) -> Price | None:
+    if not isinstance(raw, dict):
+        err(f"price[{i}]", "is not a table")
+        return None
+    label = "/".join(str(raw.get(k, "*" if k in ("region", "purchase_option") else "?"))
+                     for k in ("meter", "sku", "region", "purchase_option"))
+    where = f"price[{i}] {label}"
+    bad = False
+
+    def fail(msg: str) -> None:
+        nonlocal bad
+        bad = True
+        err(where, msg)
+
+    for k in sorted(set(raw) - _PRICE_FIELDS):
+        fail(f"unknown field {k!r}")
+    for k in ("meter", "sku", "price", "per", "effective_from", "source_url"):
+        if k not in raw or raw[k] in ("", None):
+            fail(f"missing required field {k!r}")
+    if bad:
+        return None
+    meter, sku = str(raw["meter"]), str(raw["sku"])
+    region = str(raw.get("region", "*"))
+    option = str(raw.get("purchase_option", "*"))
+    currency = str(raw.get("currency", book_currency))
+    if currency not in _CURRENCIES:
+        fail(f"currency {currency!r} is not an ISO 4217 code")
+    price = _decimal(raw["price"], "price")
+    if isinstance(price, str):
+        fail(price)
+    elif price < 0:
+        fail(f"price {price} is negative")
+    per = str(raw["per"])
+    try:
+        units.parse(per)
+        if meter in GPU_METERS and not units.is_dimension(per, "gpu * hour"):
+            fail(f"per {per!r} is not GPU-time: a {meter} price must be per gpu * time (e.g. \"gpu * hour\")")
+        elif meter in TOKEN_METERS and not units.is_dimension(per, "token"):
+            fail(f"per {per!r} is not tokens: a {meter} price must be per tokens (e.g. \"1e6 * token\")")
+    except units.UnitError as e:
+        fail(f"per: {e}")
+    start = _instant(raw["effective_from"])
+    if isinstance(start, str):
+        fail(f"effective_from: {start}")
+    end = None
+    if raw.get("effective_to") is not None:
+        end = _instant(raw["effective_to"])
+        if isinstance(end, str):
+            fail(f"effective_to: {end}")
+        elif isinstance(start, datetime) and end <= start:
+            fail(f"effective_to {end.isoformat()} is not after effective_from {start.isoformat()} (ranges are end-exclusive)")
+    tiers: list[Tier] = []
+    raw_tiers = raw.get("tiers", [])
+    if raw_tiers and meter not in TOKEN_METERS:
+        fail("tiers apply to token meters only")
+    for j, t in enumerate(raw_tiers if isinstance(raw_tiers, list) else [None], start=1):
+        if not isinstance(t, dict) or set(t) != {"above_input_tokens", "price"}:
+            fail(f"tier {j} must be {{ above_input_tokens = N, price = \"...\" }}")
+            continue
+        n = t["above_input_tokens"]
+        tp = _decimal(t["price"], f"tier {j} price")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            fail(f"tier {j} above_input_tokens {n!r} is not a whole number >= 0")
+        elif isinstance(tp, str):
+            fail(tp)
+        elif tp < 0:
+            fail(f"tier {j} price {tp} is negative")
+        else:
+            tiers.append(Tier(n, tp))
+    tiers.sort(key=lambda t: t.above_input_tokens)
+    if len({t.above_input_tokens for t in tiers}) != len(tiers):
+        fail("two tiers have the same above_input_tokens")
+    upfront = None
+    term = None
+    effective = price
+    if "upfront" in raw or "term" in raw:
+        if "upfront" not in raw or "term" not in raw:
+            fail("upfront and term go together")
+        else:
+            up = _decimal(raw["upfront"], "upfront")
+            term = str(raw["term"])
+            if isinstance(up, str):
+                fail(up)
+            elif up < 0:
+                fail(f"upfront {up} is negative")
+            else:
+                upfront = up
+            try:
+                if not units.is_dimension(term, "hour"):
+                    fail(f"term {term!r} is not a duration")
+                elif not units.parse(per).dimensionality.get("[time]"):
+                    fail(f"an upfront amount needs a per-time price; per {per!r} has no time")
+                elif upfront is not None and not isinstance(price, str):
+                    # upfront is per (per's non-time part) for the whole term: spread it over the term
+                    # expressed in per's time unit. gpu*hour with term 8760 hour -> upfront / 8760.
+                    term_in_per = units.factor(term, _time_part(per))
+                    if term_in_per <= 0:
+                        fail(f"term {term!r} is not positive")
+                    else:
+                        effective = quantize(price + upfront / term_in_per, EFFECTIVE_PRICE_EXP)
+            except units.UnitError as e:
+                fail(f"term: {e}")
+    if bad:
+        return None
+    return Price(meter=meter, sku=sku, region=region, purchase_option=option, price=effective, currency=currency,
+                 per=per, effective_from=start, effective_to=end, source_url=str(raw["source_url"]), book=book,
+                 version=version, entry=i, list_price=price, tiers=tuple(tiers), upfront=upfront, term=term,
+                 description=str(raw.get("description", "")))
+
+
+def _time_part(per: str) -> str:
+    """The time unit of a per-time expression: ``gpu * hour`` -> ``hour`` (with its scale)."""
+    q = units.parse(per)
+    time_units = [(u, e) for u, e in q.unit_items() if units.registry().parse_units(u).dimensionality.get("[time]")]
+    expr = " * ".join(f"{u} ** {e}" for u, e in time_units)
+    return f"{q.magnitude} * {expr}" if q.magnitude != 1 else expr
+
+
+def _parse_fx(raw: object, i: int, book: str, version: str, err) -> FxRate | None:
+    where = f"fx[{i}]"
+    if not isinstance(raw, dict):
+        err(where, "is not a table")
+        return None
+    problems = []
+    for k in sorted(set(raw) - _FX_FIELDS):
+        problems.append(f"unknown field {k!r}")
+    for k in ("from", "to", "rate", "effective_from"):
+        if k not in raw:
+            problems.append(f"missing required field {k!r}")
+    if problems:
+        for m in problems:
+            err(where, m)
+        return None
+    for k in ("from", "to"):
+        if raw[k] not in _CURRENCIES:
+            problems.append(f"{k} {raw[k]!r} is not an ISO 4217 code")
+    rate = _decimal(raw["rate"], "rate")
+    if isinstance(rate, str):
+        problems.append(rate)
+    elif rate <= 0:
+        problems.append(f"rate {rate} is not positive")
+    start = _instant(raw["effective_from"])
+    if isinstance(start, str):
+        problems.append(f"effective_from: {start}")
+    end = _instant(raw["effective_to"]) if raw.get("effective_to") is not None else None
+    if isinstance(end, str):
+        problems.append(f"effective_to: {end}")
+    elif end is not None and isinstance(start, datetime) and end <= start:
+        problems.append("effective_to is not after effective_from")
+    if problems:
+        for m in problems:
+            err(f"{where} {raw.get('from')}->{raw.get('to')}", m)
+        return None
+    return FxRate(raw["from"], raw["to"], rate, start, end, str(raw.get("source_url", "")), book, version)
+
+
+def _group(items, keyfn) -> dict:
+    out: dict = defaultdict(list)
+    for x in items:
+        out[keyfn(x)].append(x)
+    return out
+
+
+def _overlaps(prices: Iterable[Price]) -> list[tuple[Price, Price]]:
+    """Pairs (earlier, later) of prices for one key whose ranges overlap."""
+    found = []
+    for _, ps in _group(prices, lambda p: p.key).items():
+        ps = sorted(ps, key=lambda p: (p.effective_from, p.book, p.entry))
+        for a, b in zip(ps, ps[1:]):
+            if a.effective_to is None or b.effective_from < a.effective_to:
+                found.append((a, b))
+    return found
+
+
+def _book_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(path.glob("*.toml"))
+            if not found:
+                problems.append(Problem(str(path), "", "no *.toml price books in this folder"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(path), "", "no such file or folder"))
+    return files, problems
+
+
+def load_books(paths: Sequence[str | Path]) -> tuple[list[Book], list[Problem]]:
+    """Load every book in `paths` (files or folders of ``*.toml``) and check them together.
+
+    Returns the valid books and all problems. Of several versions of one book name the newest
+    is the one in force; prices of different books must not overlap for the same key.
+    """
+    files, problems = _book_files(paths)
+    books: list[Book] = []
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            problems.append(Problem(str(f), "", f"cannot read: {e}"))
+            continue
+        book, probs = parse_book(text, str(f))
+        problems.extend(probs)
+        if book is not None:
+            books.append(book)
+    problems.extend(cross_book_problems(books))
+    return books, problems
+
+
+def in_force_books(books: Iterable[Book]) -> list[Book]:
+    """The newest version of each book name (versions compare as text, ISO dates sort right)."""
+    newest: dict[str, Book] = {}
+    for b in books:
+        if b.name not in newest or b.version > newest[b.name].version:
+            newest[b.name] = b
+    return sorted(newest.values(), key=lambda b: b.name)
+
+
+def cross_book_problems(books: Iterable[Book]) -> list[Problem]:
+    """Overlaps between the prices of different books (each at its version in force)."""
+    current = in_force_books(books)
+    by_ref = {b.ref: b for b in current}
+    out = []
+    for a, b in _overlaps(p for bk in current for p in bk.prices):
+        if a.book != b.book:
+            out.append(Problem(by_ref[f"{b.book}@{b.version}"].path, f"price[{b.entry}] {b.label()}",
+                               f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key"))
+    return out
+
+
+class PriceIndex:
+    """Dated lookups over books: for each key, prices sorted by `effective_from` and found by bisect."""
+
+    def __init__(self, books: Iterable[Book]):
+        self.books = in_force_books(books)
+        self._by_key: dict[tuple[str, str, str, str], list[Price]] = defaultdict(list)
+        for b in self.books:
+            for p in b.prices:
+                self._by_key[p.key].append(p)
+        for ps in self._by_key.values():
+            ps.sort(key=lambda p: p.effective_from)
+        self._starts = {k: [p.effective_from for p in ps] for k, ps in self._by_key.items()}
+        self._fx: dict[tuple[str, str], list[FxRate]] = defaultdict(list)
+        for b in self.books:
+            for r in b.fx:
+                self._fx[(r.from_, r.to)].append(r)
+        for rs in self._fx.values():
+            rs.sort(key=lambda r: r.effective_from)
+
+    @property
+    def refs(self) -> list[str]:
+        return [b.ref for b in self.books]
+
+    def prices(self) -> list[Price]:
+        return [p for ps in self._by_key.values() for p in ps]
+
+    def _lookup(self, key: tuple[str, str, str, str], at: datetime) -> Price | None:
+        ps = self._by_key.get(key)
+        if not ps:
+            return None
+        i = bisect.bisect_right(self._starts[key], at) - 1
+        if i >= 0 and ps[i].in_force(at):
+            return ps[i]
+        return None
+
+    def price_at(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*",
+                 at: datetime) -> Price:
+        """The price in force at `at` for the key, trying the exact region then ``*``, and the
+        exact purchase option then ``*``. Raises NoPriceError naming meter, sku, region and time."""
+        if at.tzinfo is None:
+            raise ValueError("price_at needs an aware datetime")
+        for r in dict.fromkeys((region, "*")):
+            for o in dict.fromkeys((purchase_option, "*")):
+                p = self._lookup((meter, sku, r, o), at)
+                if p is not None:
+                    return p
+        raise NoPriceError(f"no price in force for meter {meter}, sku {sku}, region {region}, purchase option "
+                           f"{purchase_option} at {at.astimezone(timezone.utc).isoformat()}")
+
+    def changes(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*") -> list[datetime]:
+        """Instants at which the price for this key (or its ``*`` fallbacks) starts or ends."""
+        out = set()
+        for r in dict.fromkeys((region, "*")):
+            for o in dict.fromkeys((purchase_option, "*")):
+                for p in self._by_key.get((meter, sku, r, o), []):
+                    out.add(p.effective_from)
+                    if p.effective_to:
+                        out.add(p.effective_to)
+        return sorted(out)
+
+    def in_force(self, at: datetime, *, meter: str | None = None, sku: str | None = None,
+                 region: str | None = None) -> list[Price]:
+        """All prices in force at `at`, optionally filtered (region matches exactly or ``*``)."""
+        out = []
+        for key, ps in sorted(self._by_key.items()):
+            if meter and key[0] != meter or sku and key[1] != sku or region and key[2] not in (region, "*"):
+                continue
+            p = self._lookup(key, at)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def fx_rate(self, from_: str, to: str, at: datetime) -> Decimal:
+        """Units of `to` per unit of `from_` at `at` (1 for the same currency; an inverse rate is
+        used when only the reverse is in the book). Raises NoPriceError when none is in force."""
+        if from_ == to:
+            return Decimal(1)
+        for (a, b), inverse in (((from_, to), False), ((to, from_), True)):
+            for r in self._fx.get((a, b), []):
+                if r.effective_from <= at and (r.effective_to is None or at < r.effective_to):
+                    return (Decimal(1) / r.rate) if inverse else r.rate
+        raise NoPriceError(f"no FX rate in force for {from_}->{to} at {at.astimezone(timezone.utc).isoformat()}")
+
+
+def default_paths() -> list[Path]:
+    """The shipped price books folder (``pricebooks/`` of the project, or of the working directory)."""
+    here = Path.cwd() / "pricebooks"
+    if here.is_dir():
+        return [here]
+    return [Path(__file__).resolve().parent.parent / "pricebooks"]
+
+
+def default_index() -> PriceIndex:
+    """The books loaded into the ledger store if any, else the shipped ``pricebooks/`` folder."""
+    from . import store  # local import: the store needs the DB, the pure loader does not
+
+    try:
+        books = store.loaded_books()
+    except Exception:  # no ledger initialized here: fall back to the files
+        books = []
+    if books:
+        return PriceIndex(books)
+    books, problems = load_books(default_paths())
+    if problems:
+        raise ValueError("price books have problems:\n" + "\n".join(map(str, problems)))
+    return PriceIndex(books)
