@@ -21,7 +21,7 @@ pricebook_app = typer.Typer(help="Dated price books: check, load, show.", no_arg
 app.add_typer(dims_app, name="dims")
 app.add_typer(pricebook_app, name="pricebook")
 
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -191,7 +191,7 @@ def _cross_with_stored(stored, new) -> list[str]:
     from .pricebook import cross_book_problems
     names = {b.name for b in new}
     combined = [b for b in stored if b.name not in names] + list(new)
-    return [str(p) for p in cross_book_problems(combined)]
+    return [str(p) for p in cross_book_problems(combined, new=names)]
 
 
 @pricebook_app.command("show")
@@ -226,7 +226,7 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
 
 
 # Feature modules add their commands here.
-_FEATURES = ("ledger.sizing.cli",)
+_FEATURES = ("ledger.ingest.cli", "ledger.sizing.cli", "ledger.allocate_cli")
 
 
 def _register_features() -> None:

@@ -6,12 +6,15 @@ Money columns use :class:`Money`: NUMERIC on PostgreSQL, a canonical decimal str
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Optional
 
 import sqlalchemy as sa
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
+
+
+_PG_SCALE = Decimal("1e-12")
 
 
 class Money(TypeDecorator):
@@ -32,7 +35,14 @@ class Money(TypeDecorator):
             if isinstance(value, float):
                 raise TypeError("Money columns refuse floats")
             value = Decimal(value)
+        if not value.is_finite():
+            raise ValueError(f"Money columns refuse {value}")
         if dialect.name == "postgresql":
+            # NUMERIC(38, 12) would round a 13th decimal place silently: refuse rather than lose it.
+            with localcontext() as ctx:
+                ctx.prec = 80
+                if value != value.quantize(_PG_SCALE):
+                    raise ValueError(f"Money column: {value} has more than 12 decimal places")
             return value
         return format(value, "f")
 
@@ -201,7 +211,9 @@ class AllocationRun(SQLModel, table=True):
 
 class AllocationLine(SQLModel, table=True):
     """One line of a run. `kind` is tenant, idle_slack, idle_reserve or unallocated (an explicit
-    column, never a name suffix); `work` succeeded or failed; `amount` in `currency`, exact."""
+    column, never a name suffix); `work` succeeded or failed; `shared_from` is idle_slack or
+    idle_reserve on a tenant line that carries its share of idle (policy ``share``), else null;
+    `quantity` in `unit` (GPU-seconds, tokens, the meter's unit); `amount` in `currency`, exact."""
 
     __tablename__ = "allocation_line"
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -215,6 +227,7 @@ class AllocationLine(SQLModel, table=True):
     provider: Optional[str] = Field(default=None, max_length=200)
     category: str = Field(max_length=30)
     work: str = Field(max_length=10)
+    shared_from: Optional[str] = Field(default=None, max_length=20)
     quantity: Decimal = Field(sa_type=Money)
     unit: str = Field(max_length=50)
     amount: Decimal = Field(sa_type=Money)

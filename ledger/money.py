@@ -81,10 +81,12 @@ def split(amount: Decimal, weights: Mapping[K, object] | Sequence[tuple[K, objec
     negative amounts split symmetrically. With every weight zero (or no keys) there is nothing to
     split into and a ValueError is raised.
     """
+    amount = to_decimal(amount)  # a float amount is refused here with a clear MoneyError
     items = list(weights.items()) if isinstance(weights, Mapping) else list(weights)
     ws: dict[K, Decimal] = {}
     for k, w in items:
-        dw = w if isinstance(w, Decimal) else to_decimal(w if not isinstance(w, float) else repr(w), what="weight")
+        # str, not repr: a numpy float's repr is "np.float64(0.5)"; its str is the number.
+        dw = w if isinstance(w, Decimal) else to_decimal(w if not isinstance(w, float) else str(w), what="weight")
         if dw < 0:
             raise ValueError(f"split: negative weight {dw} for {k!r}")
         if k in ws:

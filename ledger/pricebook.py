@@ -19,6 +19,8 @@ from .money import MoneyError, quantize, to_decimal
 #: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens.
 GPU_METERS = frozenset({"gpu_time"})
 TOKEN_METERS = frozenset({"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"})
+#: The dimensions a price may be `per` (pint names them in brackets); a price per parsec is a typo.
+METERED_DIMENSIONS = frozenset({"[gpu]", "[token]", "[request]", "[call]", "[span]", "[information]", "[time]"})
 #: The precision of an effective price that amortizes an upfront amount (a price, not money).
 EFFECTIVE_PRICE_EXP = Decimal("1e-10")
 
@@ -267,11 +269,16 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
         fail(f"price {price} is negative")
     per = str(raw["per"])
     try:
-        units.parse(per)
+        per_q = units.parse(per)
         if meter in GPU_METERS and not units.is_dimension(per, "gpu * hour"):
             fail(f"per {per!r} is not GPU-time: a {meter} price must be per gpu * time (e.g. \"gpu * hour\")")
         elif meter in TOKEN_METERS and not units.is_dimension(per, "token"):
             fail(f"per {per!r} is not tokens: a {meter} price must be per tokens (e.g. \"1e6 * token\")")
+        elif not per_q.dimensionality or set(per_q.dimensionality) - METERED_DIMENSIONS:
+            fail(f"per {per!r} ({per_q.dimensionality}) is not something the ledger meters: use gpu, token,"
+                 " request, call, span, bytes (GB, GiB) and time")
+        elif per_q.magnitude <= 0:
+            fail(f"per {per!r} is not a positive amount")
     except units.UnitError as e:
         fail(f"per: {e}")
     start = _instant(raw["effective_from"])
@@ -455,13 +462,20 @@ def in_force_books(books: Iterable[Book]) -> list[Book]:
     return sorted(newest.values(), key=lambda b: b.name)
 
 
-def cross_book_problems(books: Iterable[Book]) -> list[Problem]:
-    """Overlaps between the prices of different books (each at its version in force)."""
+def cross_book_problems(books: Iterable[Book], *, new: Iterable[str] = ()) -> list[Problem]:
+    """Overlaps between the prices of different books (each at its version in force).
+
+    Each overlap is reported on the book of the later price, except that a book named in `new`
+    (books being loaded beside ones already stored) takes the blame from a stored one.
+    """
     current = in_force_books(books)
     by_ref = {b.ref: b for b in current}
+    fresh = set(new)
     out = []
     for a, b in _overlaps(p for bk in current for p in bk.prices):
         if a.book != b.book:
+            if a.book in fresh and b.book not in fresh:
+                a, b = b, a
             out.append(Problem(by_ref[f"{b.book}@{b.version}"].path, f"price[{b.entry}] {b.label()}",
                                f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key"))
     return out

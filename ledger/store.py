@@ -160,6 +160,7 @@ def read_dims_csv(path: str | Path) -> tuple[list[dict], list[str]]:
             errors.append(f"{path}:1: {c}: unknown column (expected name, display_name, owner)")
     if "name" not in cols:
         errors.append(f"{path}:1: name: missing required column")
+        return [], errors  # not one more "name: empty" line per row
     rows = []
     for i, row in enumerate(reader, start=2):
         if not (row.get("name") or "").strip():

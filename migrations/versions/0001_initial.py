@@ -114,6 +114,7 @@ def upgrade() -> None:
     sa.Column('provider', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=True),
     sa.Column('category', sqlmodel.sql.sqltypes.AutoString(length=30), nullable=False),
     sa.Column('work', sqlmodel.sql.sqltypes.AutoString(length=10), nullable=False),
+    sa.Column('shared_from', sqlmodel.sql.sqltypes.AutoString(length=20), nullable=True),
     sa.Column('quantity', ledger.models.Money(length=64), nullable=False),
     sa.Column('unit', sqlmodel.sql.sqltypes.AutoString(length=50), nullable=False),
     sa.Column('amount', ledger.models.Money(length=64), nullable=False),

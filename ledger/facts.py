@@ -1,0 +1,187 @@
+"""The columnar usage store: one Parquet file per kind and committed batch, queried with DuckDB.
+
+Layout: ``<LEDGER_HOME>/facts/<kind>/<batch_id>-<n>.parquet``. A file is part of the ledger only when
+the ledger DB holds a committed batch with that id: the DB row is the commit point, so a file
+left by a killed ingest is never read (and is swept by the next ingest).
+
+Every kind's file has the input columns of DESIGN §3 with exact types (money and quantities as
+DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
+
+- ``booked_at``: the instant the row counts at for allocation: ``occurred_at`` (requests, meters),
+  ``decided_at`` (outcomes); for a row ingested ``--as-adjustment`` into an open period, the
+  start of that period.
+- ``_hash``: DuckDB's 64-bit hash of the row's typed input columns, to tell a re-sent row (same
+  key, same hash: a duplicate) from a conflicting one (same key, other hash). The batch a row
+  came from is its file's name; the batch row in the DB lists the source files and digests.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from . import config
+
+
+@dataclass(frozen=True)
+class Column:
+    """An input column: `name`, DuckDB `type`, `required`, and the SQL `default` when absent."""
+
+    name: str
+    type: str
+    required: bool = True
+    default: str = "NULL"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """An input kind: its `columns`, the `key` columns, and the instant column(s) that date it."""
+
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    dated_by: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+QTY = "DECIMAL(38,9)"
+MONEY = "DECIMAL(38,6)"
+
+KINDS: dict[str, Kind] = {
+    "requests": Kind("requests", (
+        Column("request_id", "VARCHAR"),
+        Column("occurred_at", "TIMESTAMPTZ"),
+        Column("tenant", "VARCHAR"),
+        Column("product", "VARCHAR"),
+        Column("model", "VARCHAR"),
+        Column("pool", "VARCHAR", False),
+        Column("provider", "VARCHAR", False),
+        Column("task_id", "VARCHAR", False),
+        Column("input_tokens", "BIGINT"),
+        Column("cached_input_tokens", "BIGINT", False, "0"),
+        Column("output_tokens", "BIGINT"),
+        Column("reasoning_tokens", "BIGINT", False, "0"),
+        Column("status", "VARCHAR"),
+        Column("ttft_ms", "DOUBLE", False),
+        Column("latency_ms", "DOUBLE", False),
+        Column("region", "VARCHAR", False),
+    ), key=("request_id",), dated_by=("occurred_at",)),
+    "meters": Kind("meters", (
+        Column("event_id", "VARCHAR"),
+        Column("occurred_at", "TIMESTAMPTZ"),
+        Column("tenant", "VARCHAR"),
+        Column("product", "VARCHAR"),
+        Column("task_id", "VARCHAR", False),
+        Column("meter", "VARCHAR"),
+        Column("sku", "VARCHAR"),
+        Column("quantity", QTY),
+        Column("unit", "VARCHAR"),
+        Column("region", "VARCHAR", False),
+    ), key=("event_id",), dated_by=("occurred_at",)),
+    "outcomes": Kind("outcomes", (
+        Column("task_id", "VARCHAR"),
+        Column("tenant", "VARCHAR"),
+        Column("product", "VARCHAR"),
+        Column("outcome", "VARCHAR"),
+        Column("decided_at", "TIMESTAMPTZ"),
+        Column("criteria", "VARCHAR"),
+    ), key=("task_id", "decided_at"), dated_by=("decided_at",)),
+    "fleet": Kind("fleet", (
+        Column("interval_id", "VARCHAR"),
+        Column("pool", "VARCHAR"),
+        Column("start", "TIMESTAMPTZ"),
+        Column("end", "TIMESTAMPTZ"),
+        Column("device", "VARCHAR"),
+        Column("gpus", "BIGINT"),
+        Column("region", "VARCHAR"),
+        Column("purchase_option", "VARCHAR"),
+        Column("role", "VARCHAR"),
+        Column("capacity_tokens_per_gpu_s", QTY, False),
+    ), key=("interval_id",), dated_by=("start", "end")),
+    "charges": Kind("charges", (
+        Column("charge_id", "VARCHAR"),
+        Column("period_start", "TIMESTAMPTZ"),
+        Column("period_end", "TIMESTAMPTZ"),
+        Column("category", "VARCHAR"),
+        Column("description", "VARCHAR", False, "''"),
+        Column("amount", MONEY),
+        Column("currency", "VARCHAR"),
+        Column("allocate", "VARCHAR"),
+    ), key=("charge_id",), dated_by=("period_start", "period_end")),
+}
+
+REQUEST_STATUSES = ("ok", "error", "timeout", "cancelled")
+OUTCOMES = ("success", "failure")
+FLEET_ROLES = ("serving", "failure_reserve", "canary", "warm_reserve", "maintenance")
+RESERVE_ROLES = FLEET_ROLES[1:]
+CHARGE_CATEGORIES = ("observability", "evaluation", "engineering_ops", "storage", "network", "tools", "other")
+BOOKKEEPING = (("booked_at", "TIMESTAMPTZ"), ("_hash", "UBIGINT"))
+
+
+def kind_dir(kind: str, home: Path | None = None) -> Path:
+    return (home or config.ledger_home()) / "facts" / kind
+
+
+def batch_files(kind: str, batch_id: str, home: Path | None = None) -> list[Path]:
+    """The Parquet files of one batch (``<batch_id>-<n>.parquet``), in order."""
+    return sorted(kind_dir(kind, home).glob(f"{batch_id}-*.parquet"))
+
+
+def batch_of(path: Path) -> str:
+    """The batch id a fact file belongs to."""
+    return Path(path).name.rsplit("-", 1)[0]
+
+
+def empty_select(kind: str) -> str:
+    """A SELECT with the kind's columns and no rows (a typed empty relation)."""
+    cols = [f"CAST(NULL AS {c.type}) AS \"{c.name}\"" for c in KINDS[kind].columns]
+    cols += [f"CAST(NULL AS {t}) AS \"{n}\"" for n, t in BOOKKEEPING]
+    return f"SELECT {', '.join(cols)} WHERE false"
+
+
+def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None) -> str:
+    """SQL for the committed facts of `kind`: a read of the batches' Parquet files (or an empty relation)."""
+    files = [f for b in sorted(batch_ids) for f in batch_files(kind, b, home)]
+    if not files:
+        return empty_select(kind)
+    listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+    cols = ", ".join(f'"{n}"' for n in KINDS[kind].names + [n for n, _ in BOOKKEEPING])
+    return f"SELECT {cols} FROM read_parquet([{listing}])"
+
+
+def connect(committed: dict[str, list[str]], home: Path | None = None,
+            con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with one view per kind (``requests``, ``meters``, ``outcomes``, ``fleet``,
+    ``charges``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC."""
+    con = con or duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for kind in KINDS:
+        con.execute(f"CREATE OR REPLACE VIEW {kind} AS {source_sql(kind, committed.get(kind, []), home)}")
+    return con
+
+
+def committed_batches(session) -> dict[str, list[str]]:
+    """``{kind: [batch ids]}`` of the committed batches in the ledger DB."""
+    from sqlmodel import select
+
+    from .models import IngestBatch
+
+    out: dict[str, list[str]] = {k: [] for k in KINDS}
+    for b in session.exec(select(IngestBatch).where(IngestBatch.status == "committed")):
+        out.setdefault(b.kind, []).append(b.id)
+    return out
+
+
+def committed_files(session, kind: str, home: Path | None = None) -> list[Path]:
+    """The Parquet files of the committed batches of one kind."""
+    return [f for b in sorted(committed_batches(session).get(kind, [])) for f in batch_files(kind, b, home)]
+
+
+def open_ledger_facts(session, home: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """DuckDB views over every committed fact of the ledger."""
+    return connect(committed_batches(session), home)

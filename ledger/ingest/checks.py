@@ -1,0 +1,188 @@
+"""Per-kind row checks as SQL over read-typed columns: each check is (column, bad-condition, message).
+
+Files are read with each column in a *read type*: text for strings and timestamps (so a missing
+UTC offset can be seen), DECIMAL(38,12) for whole numbers and decimals (so 1.5 tokens is caught,
+never rounded), DOUBLE for latencies. CSV is parsed by DuckDB straight into those types, and a
+value that does not parse is a reject with its line and column; JSON Lines and Parquet are read
+as text and cast, and a failed cast is a check of its own. The checks below then judge ranges,
+enums and cross-column rules on the typed values, in one vectorized pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..facts import CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES, REQUEST_STATUSES
+
+OFFSET_RE = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+NUM = "DECIMAL(38,12)"
+BIGINT_MAX = 9223372036854775807
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def read_type(kind: str, col: str) -> str:
+    """The type a column is read as (before the checks): VARCHAR, DECIMAL(38,12) or DOUBLE."""
+    t = {c.name: c.type for c in KINDS[kind].columns}[col]
+    if t in ("VARCHAR", "TIMESTAMPTZ"):
+        return "VARCHAR"
+    if t == "DOUBLE":
+        return "DOUBLE"
+    return NUM
+
+
+def cast_flag(col: str) -> str:
+    """Name of the flag column that is true when a text value did not cast to its read type."""
+    return f"{col}__castfail"
+
+
+_NUMERIC = {c.name for k in KINDS.values() for c in k.columns if c.type not in ("VARCHAR", "TIMESTAMPTZ")}
+
+
+def said(col: str, text: str) -> str:
+    """SQL message: the value shown, then `text` (plain words, may contain quotes)."""
+    return f"{show(col)} || {lit(' ' + text)}"
+
+
+def show(col: str) -> str:
+    """SQL rendering a value for a message: quoted, cut at 60 characters."""
+    c = f"CAST({q(col)} AS VARCHAR)"
+    if col in _NUMERIC:  # DECIMAL(38,12) prints 12 places: show the number as written
+        c = f"(CASE WHEN contains({c}, '.') THEN rtrim(rtrim({c}, '0'), '.') ELSE {c} END)"
+    return f"'''' || (CASE WHEN length({c}) > 60 THEN left({c}, 57) || '...' ELSE {c} END) || ''''"
+
+
+@dataclass(frozen=True)
+class Check:
+    """A row check: `column` it concerns, `bad` SQL condition, `message` SQL expression."""
+
+    column: str
+    bad: str
+    message: str
+
+
+def blank(c: str) -> str:
+    """SQL: the value is missing (NULL, or only white space for text)."""
+    if c in _NUMERIC:
+        return f"({q(c)} IS NULL)"
+    return f"({q(c)} IS NULL OR trim({q(c)}) = '')"
+
+
+def typed(kind: str, col: str) -> str:
+    """SQL converting a read-typed column to its fact type (default when blank)."""
+    spec = {c.name: c for c in KINDS[kind].columns}[col]
+    c = q(col)
+    if spec.type == "VARCHAR":
+        return c if spec.required else f"(CASE WHEN {blank(col)} THEN {spec.default} ELSE {c} END)"
+    if spec.type == "TIMESTAMPTZ":
+        return f"CAST({c} AS TIMESTAMPTZ)"
+    return f"CAST(coalesce({c}, {spec.default}) AS {spec.type})"
+
+
+def _required(c: str) -> Check:
+    return Check(c, blank(c), "'required value is missing'")
+
+
+def _timestamp(c: str, required: bool = True) -> list[Check]:
+    x = q(c)
+    present = f"NOT {blank(c)}"
+    out = [_required(c)] if required else []
+    out += [
+        Check(c, f"{present} AND NOT (ends_with({x}, 'Z') OR regexp_matches(trim({x}), {lit(OFFSET_RE)}))",
+              said(c, "has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z")),
+        Check(c, f"{present} AND TRY_CAST({x} AS TIMESTAMPTZ) IS NULL", said(c, "is not an ISO 8601 timestamp")),
+    ]
+    return out
+
+
+def _int(c: str, required: bool, minimum: int = 0) -> list[Check]:
+    x = q(c)
+    out = [_required(c)] if required else []
+    out += [
+        Check(c, f"{x} < {minimum}", said(c, "is negative") if minimum == 0 else said(c, f"must be at least {minimum}")),
+        Check(c, f"{x} <> trunc({x})", said(c, "is not a whole number")),
+        Check(c, f"{x} > {BIGINT_MAX}", said(c, "is too large")),
+    ]
+    return out
+
+
+def _decimal(c: str, required: bool, scale: int) -> list[Check]:
+    x = q(c)
+    out = [_required(c)] if required else []
+    out += [
+        Check(c, f"{x} < 0", said(c, "is negative")),
+        Check(c, f"{x} <> round({x}, {scale})", said(c, f"has more than {scale} decimal places")),
+        Check(c, f"abs({x}) >= 1e{38 - scale - 1}", said(c, "is too large")),
+    ]
+    return out
+
+
+def _number(c: str) -> list[Check]:
+    x = q(c)
+    return [Check(c, f"({x} < 0 OR NOT isfinite({x}))", said(c, "must be a finite number >= 0"))]
+
+
+def _enum(c: str, values: tuple[str, ...]) -> list[Check]:
+    allowed = ", ".join(lit(v) for v in values)
+    return [_required(c),
+            Check(c, f"NOT {blank(c)} AND {q(c)} NOT IN ({allowed})", said(c, f"is not one of {', '.join(values)}"))]
+
+
+def _le(small: str, big: str) -> Check:
+    s, b = q(small), q(big)
+    return Check(small, f"{s} > {b} AND {b} >= 0", f"'{small} ' || CAST({s} AS BIGINT) || ' is more than {big} ' || CAST({b} AS BIGINT)")
+
+
+def _ts_order(start: str, end: str) -> Check:
+    return Check(end, f"TRY_CAST({q(end)} AS TIMESTAMPTZ) <= TRY_CAST({q(start)} AS TIMESTAMPTZ)",
+                 f"'{end} ' || trim({q(end)}) || ' is not after {start} ' || trim({q(start)})")
+
+
+def cast_checks(kind: str) -> list[Check]:
+    """For text-read formats (JSON Lines, Parquet): a value that is not a number where one is needed."""
+    out = []
+    for c in KINDS[kind].columns:
+        if read_type(kind, c.name) != "VARCHAR":
+            what = "a number" if read_type(kind, c.name) == "DOUBLE" else "a decimal number"
+            out.append(Check(c.name, q(cast_flag(c.name)), f"'''' || {q(c.name + '__text')} || ''' is not {what}'"))
+    return out
+
+
+def checks(kind: str) -> list[Check]:
+    """The row checks of a kind (DESIGN §3), on read-typed columns."""
+    if kind == "requests":
+        out = [_required("request_id"), *_timestamp("occurred_at"), _required("tenant"), _required("product"),
+               _required("model"),
+               Check("pool", f"NOT {blank('pool')} AND NOT {blank('provider')}",
+                     "'pool and provider are both set; a request is served by one of them'"),
+               Check("pool", f"{blank('pool')} AND {blank('provider')}", "'one of pool or provider is required'"),
+               *_int("input_tokens", True), *_int("cached_input_tokens", False), *_int("output_tokens", True),
+               *_int("reasoning_tokens", False), _le("cached_input_tokens", "input_tokens"),
+               _le("reasoning_tokens", "output_tokens"), *_enum("status", REQUEST_STATUSES), *_number("ttft_ms"),
+               *_number("latency_ms")]
+    elif kind == "meters":
+        out = [_required("event_id"), *_timestamp("occurred_at"), _required("tenant"), _required("product"),
+               _required("meter"), _required("sku"), *_decimal("quantity", True, 9), _required("unit")]
+    elif kind == "outcomes":
+        out = [_required("task_id"), _required("tenant"), _required("product"), *_enum("outcome", OUTCOMES),
+               *_timestamp("decided_at"), _required("criteria")]
+    elif kind == "fleet":
+        out = [_required("interval_id"), _required("pool"), *_timestamp("start"), *_timestamp("end"),
+               _ts_order("start", "end"), _required("device"), *_int("gpus", True, 1), _required("region"),
+               _required("purchase_option"), *_enum("role", FLEET_ROLES),
+               *_decimal("capacity_tokens_per_gpu_s", False, 9)]
+    elif kind == "charges":
+        out = [_required("charge_id"), *_timestamp("period_start"), *_timestamp("period_end"),
+               _ts_order("period_start", "period_end"), *_enum("category", CHARGE_CATEGORIES),
+               *_decimal("amount", True, 6), _required("currency"), _required("allocate"),
+               Check("allocate", f"NOT {blank('allocate')} AND {q('allocate')} NOT IN ('even', 'by_cost', 'by_tokens', "
+                     f"'none') AND NOT (starts_with({q('allocate')}, 'tenant:') AND length({q('allocate')}) > 7)",
+                     said("allocate", "is not one of even, by_cost, by_tokens, none, tenant:<name>"))]
+    else:
+        raise KeyError(kind)
+    return out

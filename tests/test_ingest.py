@@ -1,0 +1,375 @@
+"""Ingest: every kind, every format, the bad-input corpus, idempotency, atomicity, closed periods.
+
+Runs on SQLite, and on PostgreSQL when LEDGER_TEST_DATABASE_URL is set (the facts are Parquet
+either way; the batches, dims and periods live in the ledger DB).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from ledger import facts, store
+from ledger.cli import app
+from ledger.ingest import IngestError, ingest
+
+pytestmark = pytest.mark.store
+runner = CliRunner()
+
+REQ_HEADER = "request_id,occurred_at,tenant,product,model,pool,provider,task_id,input_tokens,cached_input_tokens,output_tokens,status"
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def ledger_facts():
+    with store.session() as s:
+        return facts.open_ledger_facts(s)
+
+
+def count(kind: str) -> int:
+    return ledger_facts().execute(f"SELECT count(*) FROM {kind}").fetchone()[0]
+
+
+def batches() -> list:
+    with store.session() as s:
+        return [b.id for b in __import__("ledger.ingest", fromlist=["list_batches"]).list_batches(s)]
+
+
+def fact_files(home: Path) -> list[Path]:
+    return sorted(p for p in (home / "facts").rglob("*.parquet") if "_staging" not in p.parts)
+
+
+def register(*tenants: str, products=("chat",)) -> None:
+    with store.session() as s:
+        for t in tenants:
+            store.add_dim(s, kind="tenant", name=t)
+        for p in products:
+            store.add_dim(s, kind="product", name=p)
+
+
+# ---- real-looking files -------------------------------------------------------------------------
+
+def azure_requests_csv(shared_data: Path, out: Path, n: int) -> tuple[Path, int, int]:
+    """The first `n` rows of the Azure conversation trace as a requests file (timestamps are UTC:
+    the trace has no offset, its README says so, so we add Z). Returns the path and the token sums
+    worked out here with the csv module, independently of the ingest."""
+    rows, s_in, s_out = [], 0, 0
+    with (shared_data / "traces" / "AzureLLMInferenceTrace_conv.csv").open() as fh:
+        for i, r in enumerate(csv.DictReader(fh)):
+            if i == n:
+                break
+            ts = r["TIMESTAMP"].replace(" ", "T")[:26] + "Z"
+            tenant = ("acme", "globex", "initech")[i % 3]
+            s_in += int(r["ContextTokens"])
+            s_out += int(r["GeneratedTokens"])
+            rows.append(f"az-{i},{ts},{tenant},chat,llama-3.1-8b,h100-pool,,t{i // 2},{r['ContextTokens']},0,"
+                        f"{r['GeneratedTokens']},ok")
+    write(out, REQ_HEADER + "\n" + "\n".join(rows) + "\n")
+    return out, s_in, s_out
+
+
+def test_requests_from_the_azure_trace(ledger_home, shared_data, tmp_path):
+    path, s_in, s_out = azure_requests_csv(shared_data, tmp_path / "azure.csv", 2000)
+    r = run("ingest", "requests", str(path), "--register-new", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert (out["rows_read"], out["rows_new"], out["rows_duplicate"]) == (2000, 2000, 0)
+    assert sorted(out["registered"]["tenant"]) == ["acme", "globex", "initech"]
+    con = ledger_facts()
+    assert con.execute("SELECT count(*), sum(input_tokens), sum(output_tokens) FROM requests").fetchone() == (2000, s_in, s_out)
+    # the first trace row, 2023-11-16 18:15:46.6805900 UTC, kept to the microsecond
+    first = con.execute("SELECT occurred_at, booked_at FROM requests WHERE request_id = 'az-0'").fetchone()
+    assert first[0].isoformat() == "2023-11-16T18:15:46.680590+00:00" and first[1] == first[0]
+    # the whole trace, then again: the second time adds nothing and says so
+    full, _, _ = azure_requests_csv(shared_data, tmp_path / "azure_full.csv", 10**9)
+    r = run("ingest", "requests", str(full))
+    assert r.exit_code == 0, r.output
+    assert "19366 rows read, 17366 new, 2000 duplicate" in r.output
+    r = run("ingest", "requests", str(full))
+    assert "0 new, 19366 duplicate: already in the ledger, nothing added" in r.output
+    assert count("requests") == 19366
+
+
+def test_every_kind_roundtrips_exact_values(ledger_home, tmp_path):
+    register("acme", "globex")
+    write(tmp_path / "m.csv", "event_id,occurred_at,tenant,product,task_id,meter,sku,quantity,unit,region\n"
+                              "e1,2026-10-03T10:00:00+02:00,acme,chat,t1,egress,internet,1.000000001,GiB,us-east-1\n"
+                              "e2,2026-10-03T10:00:00Z,acme,chat,,tool_call,web_search,3,call,\n")
+    write(tmp_path / "o.csv", "task_id,tenant,product,outcome,decided_at,criteria\n"
+                              "t1,acme,chat,success,2026-10-03T11:00:00Z,tests-pass\n"
+                              "t1,acme,chat,failure,2026-10-04T11:00:00Z,tests-pass\n")
+    write(tmp_path / "f.csv", "interval_id,pool,start,end,device,gpus,region,purchase_option,role,capacity_tokens_per_gpu_s\n"
+                              "i1,h100-pool,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,H100-SXM-80GB,8,us-east-1,on_demand,serving,2500.5\n"
+                              "i2,h100-pool,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,H100-SXM-80GB,1,us-east-1,on_demand,canary,\n")
+    write(tmp_path / "c.csv", "charge_id,period_start,period_end,category,description,amount,currency,allocate\n"
+                              "c1,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,observability,Langfuse,1234.567891,USD,by_cost\n"
+                              "c2,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,engineering_ops,on-call,900,EUR,tenant:globex\n")
+    for kind, f in [("meters", "m"), ("outcomes", "o"), ("fleet", "f"), ("charges", "c")]:
+        r = run("ingest", kind, str(tmp_path / f"{f}.csv"))
+        assert r.exit_code == 0, (kind, r.output)
+    con = ledger_facts()
+    # +02:00 is stored as the UTC instant 08:00; the decimal is exact to 1e-9
+    assert con.execute("SELECT occurred_at, quantity FROM meters WHERE event_id='e1'").fetchone() == (
+        __import__("datetime").datetime(2026, 10, 3, 8, 0, tzinfo=__import__("datetime").timezone.utc), Decimal("1.000000001"))
+    assert con.execute("SELECT task_id, region FROM meters WHERE event_id='e2'").fetchone() == (None, None)
+    assert con.execute("SELECT count(*) FROM outcomes").fetchone() == (2,)  # key is (task_id, decided_at)
+    assert con.execute("SELECT capacity_tokens_per_gpu_s FROM fleet WHERE interval_id='i1'").fetchone() == (Decimal("2500.5"),)
+    assert con.execute("SELECT capacity_tokens_per_gpu_s FROM fleet WHERE interval_id='i2'").fetchone() == (None,)
+    assert con.execute("SELECT amount, currency FROM charges ORDER BY charge_id").fetchall() == [
+        (Decimal("1234.567891"), "USD"), (Decimal("900"), "EUR")]
+    with store.session() as s:  # the fleet registered its pool
+        assert s.get(__import__("ledger.models", fromlist=["Pool"]).Pool, "h100-pool") is not None
+
+
+def test_csv_jsonl_and_parquet_are_the_same_facts(ledger_home, tmp_path):
+    register("acme")
+    rows = [{"request_id": "r1", "occurred_at": "2026-10-01T00:00:00Z", "tenant": "acme", "product": "chat",
+             "model": "gpt-5", "provider": "openai", "input_tokens": 100, "cached_input_tokens": 40,
+             "output_tokens": 7, "status": "ok", "latency_ms": 812.5},
+            {"request_id": "r2", "occurred_at": "2026-10-01T01:00:00-05:00", "tenant": "acme", "product": "chat",
+             "model": "llama", "pool": "p", "input_tokens": 5, "output_tokens": 1, "status": "timeout"}]
+    write(tmp_path / "a.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    r = run("ingest", "requests", str(tmp_path / "a.jsonl"))
+    assert r.exit_code == 0 and "2 new" in r.output, r.output
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    con.execute(f"COPY (SELECT * FROM read_json('{tmp_path / 'a.jsonl'}', format='newline_delimited', "
+                f"columns={{request_id:'VARCHAR', occurred_at:'TIMESTAMPTZ', tenant:'VARCHAR', product:'VARCHAR', "
+                f"model:'VARCHAR', pool:'VARCHAR', provider:'VARCHAR', input_tokens:'BIGINT', cached_input_tokens:'BIGINT', "
+                f"output_tokens:'BIGINT', status:'VARCHAR', latency_ms:'DOUBLE'}})) TO '{tmp_path / 'a.parquet'}' (FORMAT parquet)")
+    csv_text = ("request_id,occurred_at,tenant,product,model,pool,provider,input_tokens,cached_input_tokens,output_tokens,status,latency_ms\n"
+                "r1,2026-10-01T00:00:00Z,acme,chat,gpt-5,,openai,100,40,7,ok,812.5\n"
+                "r2,2026-10-01T06:00:00Z,acme,chat,llama,p,,5,,1,timeout,\n")
+    write(tmp_path / "a.csv", csv_text)
+    for f in ("a.parquet", "a.csv"):  # same content in another format: duplicates, not conflicts
+        r = run("ingest", "requests", str(tmp_path / f))
+        assert r.exit_code == 0 and "0 new, 2 duplicate" in r.output, (f, r.output)
+    assert ledger_facts().execute("SELECT cached_input_tokens, reasoning_tokens FROM requests WHERE request_id='r2'"
+                                  ).fetchone() == (0, 0)
+
+
+def test_parquet_with_naive_timestamps_is_refused(ledger_home, tmp_path):
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT 'r1' request_id, TIMESTAMP '2026-10-01 00:00:00' occurred_at, 'acme' tenant, 'chat' product, "
+                f"'m' model, 'p' pool, 1 input_tokens, 1 output_tokens, 'ok' status) TO '{tmp_path / 'n.parquet'}' (FORMAT parquet)")
+    r = run("ingest", "requests", str(tmp_path / "n.parquet"))
+    assert r.exit_code == 1
+    assert r.output.strip() == f"{tmp_path / 'n.parquet'}: occurred_at: timestamp column has no UTC offset (naive timestamps)"
+
+
+# ---- the bad-input corpus: each case, its exact message, and nothing written -------------------
+
+OK_ROW = "r1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,10,0,5,ok"
+CORPUS = [
+    ("naive timestamp", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00,acme,chat,m,p,,t1,10,0,5,ok\n",
+     ["{f}:2: occurred_at: '2026-10-01T00:00:00' has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z"]),
+    ("negative tokens", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,-10,0,5,ok\n",
+     ["{f}:2: input_tokens: '-10' is negative"]),
+    ("cached > input", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,10,11,5,ok\n",
+     ["{f}:2: cached_input_tokens: cached_input_tokens 11 is more than input_tokens 10"]),
+    ("unknown column", "requests", REQ_HEADER + ",inptu_tokens\n" + OK_ROW + ",3\n",
+     ["{f}:1: inptu_tokens: unknown column (expected: request_id, occurred_at, tenant, product, model, pool, provider, "
+      "task_id, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, status, ttft_ms, latency_ms, region)"]),
+    ("unknown tenant", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,nobody,chat,m,p,,t1,10,0,5,ok\n",
+     ["{f}: tenant: unknown tenant: nobody (register with `ledger dims add tenant NAME` or `ledger dims import`, "
+      "or ingest with --register-new)"]),
+    ("pool and provider", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,p,openai,t1,10,0,5,ok\n",
+     ["{f}:2: pool: pool and provider are both set; a request is served by one of them"]),
+    ("neither pool nor provider", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,,,t1,10,0,5,ok\n",
+     ["{f}:2: pool: one of pool or provider is required"]),
+    ("fractional tokens and a bad status", "requests",
+     REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,1.5,0,5,ok\nr2,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,1,0,5,fine\n",
+     ["{f}:2: input_tokens: '1.5' is not a whole number", "{f}:3: status: 'fine' is not one of ok, error, timeout, cancelled"]),
+    ("unknown unit", "meters", "event_id,occurred_at,tenant,product,meter,sku,quantity,unit\n"
+                               "e1,2026-10-01T00:00:00Z,acme,chat,egress,internet,1.5,bananas\n",
+     ["{f}:2: unit: 'bananas' is not a unit pint knows (e.g. call, GB, GiB, span, token)"]),
+    ("unknown currency", "charges", "charge_id,period_start,period_end,category,amount,currency,allocate\n"
+                                    "c1,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,storage,10.00,XYZ,even\n",
+     ["{f}:2: currency: 'XYZ' is not an ISO 4217 currency code"]),
+    ("end before start", "fleet", "interval_id,pool,start,end,device,gpus,region,purchase_option,role\n"
+                                  "i1,p,2026-10-02T00:00:00Z,2026-10-01T00:00:00Z,H100,8,us,on_demand,serving\n",
+     ["{f}:2: end: end 2026-10-01T00:00:00Z is not after start 2026-10-02T00:00:00Z"]),
+    ("zero gpus", "fleet", "interval_id,pool,start,end,device,gpus,region,purchase_option,role\n"
+                           "i1,p,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,H100,0,us,on_demand,serving\n",
+     ["{f}:2: gpus: '0' must be at least 1"]),
+    ("non-UTF-8 bytes", "requests", (REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,ch").encode() + b"\xff\xfe" + b"at,m,p,,t1,10,0,5,ok\n",
+     ["{f}:2: product: bytes that are not UTF-8"]),
+    ("empty file", "requests", "", ["{f}: file is empty: expected a header line and rows"]),
+    ("header only", "requests", REQ_HEADER + "\n", ["{f}: no data rows (header only)"]),
+    ("a 10 MB single field", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat," + "m" * 10_000_000 + ",p,,t1,10,0,5,ok\n",
+     ["{f}:2: line longer than 1048576 bytes"]),
+    ("missing required column", "requests", "request_id,occurred_at,tenant,product,model,pool,input_tokens,status\n"
+                                            "r1,2026-10-01T00:00:00Z,acme,chat,m,p,1,ok\n",
+     ["{f}:1: output_tokens: required column is missing"]),
+    ("unterminated quote", "requests", REQ_HEADER + '\nr1,"2026-10-01T00:00:00Z,acme,chat,m,p,,t1,10,0,5,ok\n',
+     ["{f}:2: occurred_at: a quote that is never closed"]),
+]
+
+
+@pytest.mark.parametrize("name,kind,content,expected", CORPUS, ids=[c[0] for c in CORPUS])
+def test_bad_input_corpus(ledger_home, tmp_path, name, kind, content, expected):
+    register("acme")
+    f = write(tmp_path / ("bad.csv"), content)
+    r = run("ingest", kind, str(f))
+    assert r.exit_code == 1, r.output
+    assert r.output.strip().splitlines() == [e.format(f=f) for e in expected]
+    assert batches() == [] and fact_files(ledger_home) == []
+
+
+def test_many_problems_print_the_first_50_then_a_count(ledger_home, tmp_path):
+    register("acme")
+    rows = [f"r{i},2026-10-01T00:00:00Z,acme,chat,m,p,,t1,-1,0,5,ok" for i in range(120)]
+    f = write(tmp_path / "many.csv", REQ_HEADER + "\n" + "\n".join(rows) + "\n")
+    r = run("ingest", "requests", str(f))
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 51
+    assert lines[0] == f"{f}:2: input_tokens: '-1' is negative" and lines[49].startswith(f"{f}:51:")
+    assert lines[50] == "... and 70 more problems (120 in all)"
+
+
+# ---- idempotency --------------------------------------------------------------------------------
+
+def test_conflicting_duplicate_names_both_sources(ledger_home, tmp_path):
+    register("acme")
+    a = write(tmp_path / "a.csv", REQ_HEADER + "\n" + OK_ROW + "\n")
+    r = run("ingest", "requests", str(a))
+    assert r.exit_code == 0
+    batch = batches()[0]
+    b = write(tmp_path / "b.csv", REQ_HEADER + "\nr0,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,1,0,1,ok\n"
+                                               "r1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,999,0,5,ok\n")
+    r = run("ingest", "requests", str(b))
+    assert r.exit_code == 1
+    assert r.output.strip() == (f"{b}:3: request_id: 'r1' is already in batch {batch} (from {a}) with different "
+                                "content (a key must not change)")
+    assert count("requests") == 1 and len(batches()) == 1
+
+
+def test_duplicates_inside_one_file(ledger_home, tmp_path):
+    register("acme")
+    same = write(tmp_path / "same.csv", REQ_HEADER + "\n" + OK_ROW + "\n" + OK_ROW + "\n")
+    r = run("ingest", "requests", str(same))
+    assert r.exit_code == 0 and "2 rows read, 1 new, 1 duplicate" in r.output, r.output
+    other = write(tmp_path / "other.csv", REQ_HEADER + "\nr9,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,1,0,1,ok\n"
+                                                      "r9,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,2,0,1,ok\n")
+    r = run("ingest", "requests", str(other))
+    assert r.exit_code == 1
+    assert r.output.strip() == (f"{other}:3: request_id: 'r9' is already in {other}:2 with different content "
+                                "(a key must not change)")
+
+
+def test_dry_run_writes_nothing(ledger_home, tmp_path):
+    f = write(tmp_path / "a.csv", REQ_HEADER + "\n" + OK_ROW + "\n")
+    r = run("ingest", "requests", str(f), "--dry-run", "--register-new")
+    assert r.exit_code == 0 and "dry run: 1 rows valid; nothing written" in r.output
+    assert batches() == [] and fact_files(ledger_home) == []
+    with store.session() as s:
+        assert store.dim_names(s, kind="tenant") == set()
+
+
+# ---- batches, periods, adjustments --------------------------------------------------------------
+
+def test_closed_period_is_refused_unless_booked_as_adjustment(ledger_home, tmp_path):
+    register("acme")
+    with store.session() as s:
+        store.close_period(s, name="2026-10")
+    f = write(tmp_path / "late.csv", REQ_HEADER + "\n" + OK_ROW + "\nr2,2026-11-02T00:00:00Z,acme,chat,m,p,,t1,1,0,1,ok\n")
+    r = run("ingest", "requests", str(f))
+    assert r.exit_code == 1
+    assert r.output.strip() == (f"{f}: touches closed period 2026-10: refused (ingest with --as-adjustment to book "
+                                "it into the current open period)")
+    from datetime import datetime, timezone
+    with store.session() as s:
+        open_period = store.current_open_period(s)
+    r = run("ingest", "requests", str(f), "--as-adjustment")
+    assert r.exit_code == 0 and f"booked into {open_period} as an adjustment" in r.output, r.output
+    con = ledger_facts()
+    start, _ = store.month_bounds(open_period)
+    # the October row keeps when it happened and counts in the open period; the November row is untouched
+    assert con.execute("SELECT request_id, occurred_at, booked_at FROM requests ORDER BY 1").fetchall() == [
+        ("r1", datetime(2026, 10, 1, tzinfo=timezone.utc), start),
+        ("r2", datetime(2026, 11, 2, tzinfo=timezone.utc), datetime(2026, 11, 2, tzinfo=timezone.utc))]
+    fleet = write(tmp_path / "fleet.csv", "interval_id,pool,start,end,device,gpus,region,purchase_option,role\n"
+                                          "i1,p,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,H100,8,us,on_demand,serving\n")
+    r = run("ingest", "fleet", str(fleet), "--as-adjustment")
+    assert r.exit_code == 1 and "--as-adjustment applies to requests, meters, outcomes" in r.output
+
+
+def test_batches_list_and_undo(ledger_home, tmp_path):
+    register("acme")
+    f = write(tmp_path / "a.csv", REQ_HEADER + "\n" + OK_ROW + "\n")
+    run("ingest", "requests", str(f))
+    r = run("batches", "--json")
+    listed = json.loads(r.output)
+    assert len(listed) == 1 and listed[0]["files"][0]["path"] == str(f) and listed[0]["rows_new"] == 1
+    assert len(listed[0]["files"][0]["sha256"]) == 64
+    bid = listed[0]["id"]
+    with store.session() as s:
+        store.close_period(s, name="2026-10")
+    r = run("batches", "undo", bid)
+    assert r.exit_code == 1 and r.output.strip() == f"batch {bid} touches closed period 2026-10: it cannot be undone"
+    with store.session() as s:
+        from ledger.models import Period
+        s.get(Period, "2026-10").status = "open"
+    r = run("batches", "undo", bid)
+    assert r.exit_code == 0, r.output
+    assert count("requests") == 0 and fact_files(ledger_home) == []
+    r = run("ingest", "requests", str(f))  # and it can come back
+    assert "1 new" in r.output
+
+
+# ---- atomicity: kill -9 mid-ingest --------------------------------------------------------------
+
+def _big_requests(path: Path, n: int) -> Path:
+    import numpy as np  # noqa: F401 (bench's generator needs it)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from synth import generate_requests, write_requests
+
+    write_requests(generate_requests(n, seed=3), str(path), "csv")
+    return path
+
+
+@pytest.mark.slow
+def test_kill_9_mid_ingest_leaves_the_ledger_unchanged(ledger_home, tmp_path):
+    big = _big_requests(tmp_path / "big.csv", 300_000)
+    env = dict(os.environ)
+    code = ("import sys; from ledger.ingest import ingest; "
+            f"ingest('requests', [{str(big)!r}], register_new=True)")
+    killed_at = []
+    for delay in (0.3, 1.0, 2.0):
+        proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed_at.append(delay)
+        proc.wait()
+        assert batches() == [] or proc.returncode == 0
+        if proc.returncode == 0:  # it finished before the kill: undo to try the next instant
+            with store.session() as s:
+                from ledger.ingest import undo_batch
+                undo_batch(s, batches()[0])
+        assert count("requests") == 0
+    assert killed_at, "no ingest was killed mid-way: the file is too small for this machine"
+    store.dispose_engines()
+    res = ingest("requests", [big], register_new=True)  # the next run succeeds, whole
+    assert res.rows_new == 300_000 and count("requests") == 300_000
+    assert not any((ledger_home / "facts" / "_staging").glob("*/*.parquet"))
