@@ -1,0 +1,143 @@
+"""One sizing report shape, two renderers: `sizing_as_dict` (JSON) and `sizing_as_tables` (rich)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from rich.table import Table
+
+from .curve import Curve, CurvePoint, fmt_num
+from .cost import ComparisonRow
+from .engine import SizingResult
+
+
+def _money(d) -> str | None:
+    from ledger.money import fmt
+
+    return None if d is None else fmt(d)
+
+
+def _point(p: CurvePoint) -> dict:
+    return {"concurrency": p.concurrency, "tok_s_user": p.tok_s_user, "output_tok_s": p.output_tok_s,
+            "ttft_ms": p.ttft_ms, "label": p.label}
+
+
+def curve_as_dict(curve: Curve) -> dict:
+    """The curve's full context, its point count and points, and any points a repair dropped."""
+    c = curve.context
+    return {"source": c.source, "model": c.model, "points": len(curve.points), "hardware": c.hardware,
+            "gpus_per_replica": c.gpus_per_replica, "isl": c.isl, "osl": c.osl, "engine": c.engine,
+            "precision": c.precision, "workload": c.workload, "tool": c.tool, "date": c.date, "format": c.format,
+            "metrics": c.metrics, "notes": c.notes, "measured_points": [_point(p) for p in curve.points],
+            "dropped_points": [_point(p) for p in curve.dropped]}
+
+
+def sizing_as_dict(result: SizingResult, comparison: tuple[ComparisonRow, ...] | None = None,
+                   alt: SizingResult | None = None) -> dict:
+    """The JSON report: money as decimal strings, physical quantities as numbers."""
+    req = result.request
+    rows = [{"sla_tok_s_user": r.sla_tok_s_user, "c_star": r.c_star, "tok_s_user": r.tok_s_user,
+             "replica_output_tok_s": r.replica_output_tok_s, "throughput_basis": r.throughput_basis,
+             "c_star_measured": r.c_star_measured, "limited_by": r.limited_by,
+             "replicas_serving": r.replicas_serving, "replicas_reserve": r.replicas_reserve,
+             "replicas": r.replicas, "gpus": r.gpus, "monthly_cost": _money(r.monthly_cost),
+             "capacity_tokens_per_gpu_s": r.capacity_tokens_per_gpu_s} for r in result.rows]
+    out = {"status": result.status, "curve": curve_as_dict(result.curve), "tpm": req.tpm, "util": req.util,
+           "gpus_per_replica": req.gpus_per_replica, "interpolate": req.interpolate,
+           "ttft_limit_ms": req.ttft_limit_ms, "kv_cap": req.kv_cap, "isl": result.isl, "osl": result.osl,
+           "reserves": {"failure": req.reserves.failure, "canary": req.reserves.canary, "warm": req.reserves.warm},
+           "rows": rows, "repairs": list(result.repairs), "memory": None, "pricing": None}
+    if result.memory is not None:
+        out["memory"] = asdict(result.memory)
+    p = result.pricing
+    if p is not None:
+        out["pricing"] = {"device": p.device, "region": p.region, "purchase_option": p.purchase_option,
+                          "at": p.at.isoformat(), "hours_per_month": str(p.hours_per_month), "price": str(p.price),
+                          "per": p.per, "currency": p.currency, "price_per_gpu_hour": format(p.price_per_gpu_hour.normalize(), "f"),
+                          "book": p.book, "version": p.version, "source_url": p.source_url}
+    if comparison is not None and alt is not None:
+        alt_dict = sizing_as_dict(alt)
+        out["compare"] = {"status": alt.status, "curve": alt_dict["curve"], "rows": alt_dict["rows"],
+                          "repairs": alt_dict["repairs"],
+                          "deltas": [{"sla_tok_s_user": d.sla_tok_s_user, "gpus_base": d.gpus_base,
+                                      "gpus_compare": d.gpus_alt, "delta_gpus": d.delta_gpus,
+                                      "monthly_cost_base": _money(d.monthly_cost_base),
+                                      "monthly_cost_compare": _money(d.monthly_cost_alt),
+                                      "delta_monthly_cost": _money(d.delta_monthly_cost)} for d in comparison]}
+    return out
+
+
+def context_lines(result: SizingResult) -> list[str]:
+    """Every number's context, as lines above the table (no bare numbers)."""
+    c, req = result.curve.context, result.request
+    mode = ("DRAFT: interpolated between measured points (linear in log concurrency)" if result.status == "DRAFT"
+            else "VERDICT: measured points only")
+    lines = [f"SLA-first sizing, {mode}",
+             f"curve: {result.curve.label} [{c.format}], {len(result.curve.points)} points"]
+    what = [f"model {c.model}" if c.model else "", f"precision {c.precision}" if c.precision else "",
+            f"hardware {c.hardware}" if c.hardware else "", f"engine {c.engine}" if c.engine else "",
+            f"tool {c.tool}" if c.tool else "", f"measured {c.date}" if c.date else ""]
+    if any(what):
+        lines.append("  " + ", ".join(w for w in what if w))
+    if c.metrics:
+        lines.append(f"  {c.metrics}")
+    shape = (f"ISL/OSL {fmt_num(result.isl, 1)}/{fmt_num(result.osl, 1)} tokens" if result.isl is not None
+             and result.osl is not None else "ISL/OSL unknown (no capacity per GPU)")
+    lines.append(f"TPM {fmt_num(req.tpm, 0)} output tokens/min = {fmt_num(req.tpm / 60, 1)} tok/s, util "
+                 f"{req.util:g}, {req.gpus_per_replica} GPU{'' if req.gpus_per_replica == 1 else 's'} per replica, reserves: failure {req.reserves.failure}, "
+                 f"canary {req.reserves.canary}, warm {req.reserves.warm}; {shape}")
+    limits = []
+    if req.ttft_limit_ms is not None:
+        limits.append(f"TTFT <= {fmt_num(req.ttft_limit_ms)} ms")
+    m = result.memory
+    if m is not None:
+        limits.append(f"KV cap {m.concurrency_cap} sequences ({m.model}, {m.kv_dtype}: "
+                      f"{m.kv_bytes_per_token:,} B/token, {m.kv_budget_gib_per_gpu:.2f} GiB KV per GPU, "
+                      f"{m.tokens_fit:,} tokens)")
+    elif req.kv_cap is not None:
+        limits.append(f"KV cap {fmt_num(req.kv_cap)} sequences")
+    if limits:
+        lines.append("limits: " + "; ".join(limits))
+    p = result.pricing
+    if p is not None:
+        per_hour = "" if p.price == p.price_per_gpu_hour else f" = {p.price_per_gpu_hour.normalize():f} per GPU-hour"
+        lines.append(f"price: {p.device} {p.region} {p.purchase_option}: {p.price} {p.currency} per {p.per}{per_hour}, "
+                     f"in force at {p.at.isoformat()} ({p.book}@{p.version}, {p.source_url}); "
+                     f"{p.hours_per_month} hours/month")
+    lines.extend(result.repairs)
+    return lines
+
+
+def sizing_as_table(result: SizingResult) -> Table:
+    """SLA first: SLA -> c* -> tok/s/user -> replica tok/s -> replicas -> GPUs -> $/month."""
+    priced = result.pricing is not None
+    t = Table(title=f"{result.status}: GPUs for {fmt_num(result.request.tpm, 0)} TPM", title_justify="left",
+              caption="c* with ~ lies between measured points (DRAFT)" if result.status == "DRAFT" else None,
+              caption_justify="left")
+    for name in ("SLA tok/s/user", "c*", "tok/s/user", "replica tok/s", "basis", "limited by", "replicas",
+                 "GPUs", f"{result.pricing.currency}/month" if priced else "$/month", "cap tok/GPU-s"):
+        t.add_column(name, justify="left" if name in ("basis", "limited by") else "right")
+    for r in result.rows:
+        reps = f"{r.replicas_serving}+{r.replicas_reserve}" if r.replicas_reserve else str(r.replicas_serving)
+        t.add_row(fmt_num(r.sla_tok_s_user), fmt_num(r.c_star, 1) + ("" if r.c_star_measured else "~"),
+                  fmt_num(r.tok_s_user), fmt_num(r.replica_output_tok_s, 1), r.throughput_basis, r.limited_by,
+                  reps, f"{r.gpus:,}", f"{r.monthly_cost:,.2f}" if r.monthly_cost is not None else "-",
+                  fmt_num(r.capacity_tokens_per_gpu_s, 1))
+    return t
+
+
+def comparison_as_table(base: SizingResult, alt: SizingResult, rows: tuple[ComparisonRow, ...]) -> Table:
+    """The what-if: GPUs and $/month of the base and the alternative curve, and their deltas."""
+    t = Table(title=f"what-if: {alt.curve.label} ({alt.status}) vs {base.curve.label} ({base.status})",
+              title_justify="left")
+    for name in ("SLA tok/s/user", "GPUs base", "GPUs what-if", "delta GPUs", "$/month base", "$/month what-if",
+                 "delta $/month"):
+        t.add_column(name, justify="right")
+
+    def money(d) -> str:
+        return "-" if d is None else f"{d:+,.2f}" if d < 0 or d > 0 else "0.00"
+
+    for d in rows:
+        t.add_row(fmt_num(d.sla_tok_s_user), f"{d.gpus_base:,}", f"{d.gpus_alt:,}", f"{d.delta_gpus:+,}",
+                  "-" if d.monthly_cost_base is None else f"{d.monthly_cost_base:,.2f}",
+                  "-" if d.monthly_cost_alt is None else f"{d.monthly_cost_alt:,.2f}", money(d.delta_monthly_cost))
+    return t
