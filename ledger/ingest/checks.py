@@ -1,8 +1,8 @@
 """Per-kind row checks as SQL over read-typed columns: each check is (column, bad-condition, message).
 
 Files are read with each column in a *read type*: text for strings and timestamps (so a missing
-UTC offset can be seen), DECIMAL(38,12) for whole numbers and decimals (so 1.5 tokens is caught,
-never rounded), DOUBLE for latencies. CSV is parsed by DuckDB straight into those types, and a
+UTC offset can be seen), DOUBLE for whole numbers and latencies (so 1.5 tokens is caught, never
+rounded; whole numbers are exact up to 2**53), DECIMAL(38,12) for decimals (quantities, amounts). CSV is parsed by DuckDB straight into those types, and a
 value that does not parse is a reject with its line and column; JSON Lines and Parquet are read
 as text and cast, and a failed cast is a check of its own. The checks below then judge ranges,
 enums and cross-column rules on the typed values, in one vectorized pass.
@@ -15,7 +15,7 @@ from ..facts import CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES, REQUEST_STA
 
 OFFSET_RE = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 NUM = "DECIMAL(38,12)"
-BIGINT_MAX = 9223372036854775807
+EXACT_INT_MAX = 2**53  # the largest whole number a DOUBLE holds exactly
 
 
 def q(name: str) -> str:
@@ -31,7 +31,7 @@ def read_type(kind: str, col: str) -> str:
     t = {c.name: c.type for c in KINDS[kind].columns}[col]
     if t in ("VARCHAR", "TIMESTAMPTZ"):
         return "VARCHAR"
-    if t == "DOUBLE":
+    if t in ("DOUBLE", "BIGINT"):  # whole numbers as DOUBLE: 1.5 stays 1.5 (BIGINT would round it)
         return "DOUBLE"
     return NUM
 
@@ -105,8 +105,8 @@ def _int(c: str, required: bool, minimum: int = 0) -> list[Check]:
     out = [_required(c)] if required else []
     out += [
         Check(c, f"{x} < {minimum}", said(c, "is negative") if minimum == 0 else said(c, f"must be at least {minimum}")),
-        Check(c, f"{x} <> trunc({x})", said(c, "is not a whole number")),
-        Check(c, f"{x} > {BIGINT_MAX}", said(c, "is too large")),
+        Check(c, f"{x} <> floor({x})", said(c, "is not a whole number")),
+        Check(c, f"{x} > {EXACT_INT_MAX}", said(c, f"is too large (more than {EXACT_INT_MAX})")),
     ]
     return out
 
