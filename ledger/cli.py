@@ -226,7 +226,8 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
 
 
 # Feature modules add their commands here.
-_FEATURES = ("ledger.ingest.cli", "ledger.sizing.cli", "ledger.allocate_cli")
+_FEATURES = ("ledger.ingest.cli", "ledger.sizing.cli", "ledger.allocate_cli", "ledger.budget_cli", "ledger.export.cli",
+             "ledger.demo_cli", "ledger.dashboard_cli")
 
 
 def _register_features() -> None:

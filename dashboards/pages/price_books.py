@@ -1,0 +1,129 @@
+"""Price books: the prices in force at a date, each price's history on a timeline, `pricebook check`."""
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta, timezone
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+from pages import _common as ui
+
+from ledger import dashboard_data as dd
+
+st.title("Price books")
+state = ui.ledger_state()
+books = ui.price_books(state)
+st.caption(f"Prices from {books.where}. Every price carries its book version and the page it was read from.")
+if books.problems:
+    ui.show_problems(books.problems, title="The shipped price books have problems (`ledger pricebook check`)")
+if not books.books:
+    st.info("No price book could be read. Put dated TOML books in `pricebooks/` and run `ledger pricebook load`.")
+    st.stop()
+
+f = ui.fmt("USD")  # prices keep their own currency; the locale decides how they are written
+
+
+def when(day) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=timezone.utc)
+
+
+def stamp(d, empty: str = "open") -> str:
+    return empty if d is None or pd.isna(d) else d.strftime("%Y-%m-%d %H:%M")
+
+
+def naive(d, default: datetime):
+    d = default if d is None or pd.isna(d) else d
+    return pd.Timestamp(d).tz_convert("UTC").tz_localize(None)
+
+
+def version_of(frame: pd.DataFrame) -> pd.Series:
+    return frame["book"] + "@" + frame["version"]
+
+
+# ---- in force at a date -------------------------------------------------------------------------
+st.subheader("In force")
+left, right = st.columns([1, 2])
+day = left.date_input("Prices in force at 00:00 UTC of", value=ui.now_utc().date(), key="pb_at",
+                      help="The same instant as `ledger pricebook show --at YYYY-MM-DD`.")
+at = when(day)
+everything = dd.prices_in_force_frame(books.books, at)
+meters = sorted(everything["meter"].unique())
+meter = right.selectbox("Meter", ["every meter", *meters], key="pb_meter")
+shown = everything if meter == "every meter" else everything[everything["meter"] == meter]
+
+with st.container(key="pb_tiles", horizontal=True):
+    st.metric("Prices in force", f.count(len(everything)), border=True,
+              help=f"Over the book versions in force (the newest of each book), at {at.isoformat()}.")
+    st.metric("Book versions", f.count(len(books.books)), border=True)
+    st.metric("Meters priced", f.count(len(meters)), border=True)
+
+
+def prices_table(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "meter": frame["meter"], "sku": frame["sku"], "region": frame["region"],
+        "purchase option": frame["purchase_option"],
+        "price": [f.price(p, c) for p, c in zip(frame["price"], frame["currency"])],
+        "per": frame["per"],
+        "as written": [f.price(w, c) if w != p else "" for p, w, c in
+                       zip(frame["price"], frame["list_price"], frame["currency"])],
+        "upfront": [f.price(u, c) if u is not None and not pd.isna(u) else "" for u, c in
+                    zip(frame["upfront"], frame["currency"])],
+        "tiers": frame["tiers"],
+        "from": frame["effective_from"].map(stamp),
+        "to (exclusive)": frame["effective_to"].map(stamp),
+        "book": version_of(frame), "source": frame["source_url"]})
+
+
+ui.table(prices_table(shown), "pb_in_force",
+         column_config={"source": st.column_config.LinkColumn("source", display_text="source")})
+
+# ---- each price's history -----------------------------------------------------------------------
+st.subheader("History of a price")
+keys = dd.price_keys(books.books)
+counts = {k: len(dd.price_history_frame(books.books, k)) for k in keys}
+first = next((k for k in keys if k[0] == "gpu_time" and counts[k] > 1), keys[0])
+key = st.selectbox("Price (meter · sku · region · purchase option)", keys, index=keys.index(first),
+                   format_func=lambda k: " · ".join(k) + f"  ({counts[k]} price{'s' if counts[k] != 1 else ''})",
+                   key="pb_key")
+history = dd.price_history_frame(books.books, key)
+horizon = max([pd.Timestamp(at), *history["effective_from"]]) + timedelta(days=180)
+timeline = pd.DataFrame({
+    "entry": version_of(history) + " price[" + history["entry"].astype(str) + "]"
+             + history["in_force_version"].map(lambda v: "" if v else " (superseded version)"),
+    "from": history["effective_from"].map(lambda d: naive(d, horizon)),
+    "to": history["effective_to"].map(lambda d: naive(d, horizon)),
+    "ends": history["effective_to"].map(lambda d: stamp(d, "open-ended")),
+    "price": [f.price(p, c) + " per " + per for p, c, per in zip(history["price"], history["currency"], history["per"])],
+})
+bars = (alt.Chart(timeline).mark_bar(height=18)
+        .encode(x=alt.X("from:T", title="effective (UTC)"), x2="to:T", y=alt.Y("entry:N", title=None, sort=None),
+                color=alt.Color("price:N", title="price"),
+                tooltip=["entry:N", "price:N", alt.Tooltip("from:T", format="%Y-%m-%d"), "ends:N"]))
+labels = bars.mark_text(align="left", dx=4, color="black").encode(text="price:N", color=alt.value("black"))
+rule = alt.Chart(pd.DataFrame({"at": [naive(at, at)]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+    x="at:T")
+with st.container(key="pb_timeline"):
+    st.altair_chart(bars + labels + rule, width="stretch")
+st.caption("Bars run from `effective_from` to `effective_to` (end exclusive); an open-ended price runs to the "
+           "right edge. The dashed line is the date chosen above.")
+ui.table(prices_table(history), "pb_history",
+         column_config={"source": st.column_config.LinkColumn("source", display_text="source")})
+
+# ---- book versions and `pricebook check` --------------------------------------------------------
+st.subheader("Book versions")
+versions = dd.books_frame(books.books)
+versions["in_force"] = versions["in_force"].map({True: "in force", False: "superseded"})
+ui.table(versions, "pb_books")
+
+st.subheader("`ledger pricebook check`")
+paths_text = st.text_input("Files or folders to check (blank: the shipped `pricebooks/` folder)", value="",
+                           key="pb_check_paths",
+                           help="Comma-separated paths on the machine running the dashboard.")
+paths = [p.strip() for p in paths_text.split(",") if p.strip()]
+findings, summary = dd.check_frame(paths or None)
+with st.container(key="pb_check"):
+    if findings.empty:
+        st.success(summary, icon=":material/check_circle:")
+    else:
+        st.warning(summary, icon=":material/warning:")
+        st.dataframe(findings, hide_index=True)

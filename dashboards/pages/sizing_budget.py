@@ -1,0 +1,313 @@
+"""Sizing and budget (capacity engineers): SLA-first sizing from a measured curve, and a plan's budget."""
+from __future__ import annotations
+
+from datetime import datetime, time, timezone
+from decimal import Decimal
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+from pages import _common as ui
+
+from ledger import dashboard_data as dd
+from ledger.budget import BudgetError
+from ledger.money import MoneyError, to_decimal
+from ledger.pricebook import NoPriceError
+from ledger.sizing import DRAFT, FORMATS, Reserves, SizingError, SizingRequest
+
+st.title("Sizing and budget")
+state = ui.ledger_state()
+books = ui.price_books(state)
+sizing_tab, budget_tab = st.tabs(["SLA-first sizing", "Budget from a plan"])
+
+NOT_PRICED = "(not priced)"
+SOURCES = ["a plan's pool", "anchors", "upload result files"]
+# Measured: Llama-3.3-70B bf16 on 4xH200, SGLang bench_serving (datacrunch-research/h200-benchmarks),
+# concurrency:tok/s/user. Anchors carry no aggregate throughput: c* x tok/s/user is used instead.
+DEFAULT_ANCHORS = "7.8:73.32,17.1:67.43,51.6:51.49"
+
+
+def choose(container, label: str, options: list, key: str, default=None, **kwargs):
+    """A selectbox whose kept value is dropped when it is no longer an option (e.g. another device)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return container.selectbox(label, options, key=key, **kwargs)
+
+
+def measured_slas(curve) -> str:
+    """SLAs at which each measured point just qualifies (its tok/s/user, rounded down), at most 8."""
+    values = sorted({int(p.tok_s_user) for p in curve.points if p.tok_s_user >= 1})
+    if len(values) > 8:
+        step = (len(values) - 1) / 7
+        values = sorted({values[round(i * step)] for i in range(8)})
+    return ",".join(str(v) for v in values)
+
+
+def apply_pool(pool) -> None:
+    """Take the plan pool's parameters (TPM, SLAs, replica size, util, reserves, device and price key)."""
+    slas = sorted({*(float(x) for x in measured_slas(pool.curve).split(",") if x), float(pool.sla)})
+    st.session_state.update({
+        "sz_tpm": float(pool.tpm), "sz_gpr": int(pool.gpus_per_replica), "sz_util": float(pool.util),
+        "sz_failure": pool.reserves.failure, "sz_canary": pool.reserves.canary, "sz_warm": pool.reserves.warm,
+        "sz_interpolate": pool.interpolate, "sz_repair": pool.repair, "sz_ttft": float(pool.ttft_ms or 0),
+        "sz_device": pool.device, "sz_region": pool.region, "sz_option": pool.purchase_option,
+        "sz_slas": ",".join(f"{v:g}" for v in slas)})
+
+
+def apply_curve(curve) -> None:
+    """Defaults for a curve that comes without a plan: its replica size and its measured SLAs."""
+    st.session_state.update({
+        "sz_tpm": 300000.0, "sz_gpr": int(curve.context.gpus_per_replica or 1), "sz_util": 0.7, "sz_failure": 0,
+        "sz_canary": 0, "sz_warm": 0, "sz_interpolate": False, "sz_repair": False, "sz_ttft": 0.0,
+        "sz_slas": measured_slas(curve)})
+
+
+def plan_pools(name: str):
+    plans = {p.name: p for p in dd.example_plans()}
+    path = plans[name]
+    plan = ui.plan_of(ui.PlanSource(name, path.read_text(encoding="utf-8"), str(path.parent)))
+    return {p.name: p for p in plan.pools}
+
+
+# ================================================================================================
+with sizing_tab:
+    st.caption("The SLA (output tok/s per user) picks the concurrency c*, c* the replica throughput, that the "
+               "replicas and GPUs: DESIGN §5, the same engine as `ledger size`.")
+    setup, result_col = st.columns([2, 3], gap="large")
+    curve = None
+    pool = None
+    with setup:
+        source = st.radio("Curve", SOURCES, key="sz_source", horizontal=True)
+        try:
+            if source == SOURCES[0]:
+                examples = [p.name for p in dd.example_plans()]
+                if not examples:
+                    st.info("No example plan ships in `examples/` here: use anchors or upload result files.")
+                else:
+                    plan_name = st.selectbox("Plan", examples, key="sz_plan")
+                    pools = plan_pools(plan_name)
+                    pool_name = st.selectbox("Pool", list(pools), key="sz_pool",
+                                             on_change=lambda: apply_pool(plan_pools(st.session_state["sz_plan"])
+                                                                          [st.session_state["sz_pool"]]))
+                    pool = pools[pool_name]
+                    curve = pool.curve
+            elif source == SOURCES[1]:
+                text = st.text_input("Anchors (concurrency:tok/s/user, ...)", value=DEFAULT_ANCHORS, key="sz_anchors",
+                                     help="Measured points only. The default: Llama-3.3-70B bf16 on 4xH200, SGLang "
+                                          "(datacrunch-research/h200-benchmarks).")
+                curve = dd.curve_from_anchors(text)
+            else:
+                files = st.file_uploader("Result files (several: one per load level, merged)", accept_multiple_files=True,
+                                         type=["csv", "json", "jsonl", "txt"], key="sz_upload",
+                                         help="A curve CSV, or the results of vllm bench serve, SGLang bench_serving, "
+                                              "GuideLLM or AIPerf.")
+                fmt_col, sel_col = st.columns(2)
+                fmt = fmt_col.selectbox("Format", list(FORMATS), key="sz_format")
+                select = sel_col.text_input("Pick a curve (piece of its source, model or workload)", key="sz_select")
+                if files:
+                    curve = dd.curve_from_files([(f.name, f.getvalue()) for f in files], fmt=fmt, select=select)
+                else:
+                    st.info("Upload one or more result files.")
+        except (SizingError, BudgetError) as e:
+            ui.show_problems(e.problems, title="This curve cannot be read")
+            curve = None
+
+        if "sz_tpm" not in st.session_state:  # first visit (or back from another page): a starting point
+            if pool is not None:
+                apply_pool(pool)
+            elif curve is not None:
+                apply_curve(curve)
+            else:
+                st.session_state.update({"sz_tpm": 300000.0, "sz_gpr": 1, "sz_util": 0.7, "sz_slas": "50"})
+        a, b = st.columns(2)
+        tpm = a.number_input("TPM (output tokens per minute)", min_value=1.0, step=10000.0, format="%.0f", key="sz_tpm")
+        gpr = b.number_input("GPUs per replica", min_value=1, step=1, key="sz_gpr")
+        slas_text = st.text_input("SLAs (tok/s per user, comma-separated)", key="sz_slas")
+        if curve is not None and st.button("SLAs at the measured points", key="sz_slas_measured"):
+            st.session_state["sz_slas"] = measured_slas(curve)
+            st.rerun()
+        util = st.slider("Planned utilization of replica throughput", min_value=0.05, max_value=1.0, step=0.05,
+                         key="sz_util")
+        r1, r2, r3 = st.columns(3)
+        failure = r1.number_input("Failure reserve (replicas)", min_value=0, step=1, key="sz_failure")
+        canary = r2.number_input("Canary (replicas)", min_value=0, step=1, key="sz_canary")
+        warm = r3.number_input("Warm reserve (replicas)", min_value=0, step=1, key="sz_warm")
+        o1, o2, o3 = st.columns(3)
+        interpolate = o1.checkbox("Interpolate (DRAFT)", key="sz_interpolate")
+        repair = o2.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
+        ttft = o3.number_input("TTFT limit ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
+
+        st.markdown("**Price** (GPU-time in force, from " + books.where + ")")
+        p1, p2 = st.columns(2)
+        day = p1.date_input("Price in force at 00:00 UTC of", value=ui.now_utc().date(), key="sz_at")
+        hours_text = p2.text_input("Hours per month", value="730", key="sz_hours")
+        at = datetime.combine(day, time(0), tzinfo=timezone.utc)
+        gpu_prices = dd.gpu_prices_frame(books.books, at)
+        devices = [NOT_PRICED, *sorted(gpu_prices["device"].unique())]
+        d1, d2, d3 = st.columns(3)
+        device = choose(d1, "Device", devices, "sz_device", default=pool.device if pool else NOT_PRICED)
+        of_device = gpu_prices[gpu_prices["device"] == device]
+        regions = sorted(of_device["region"].unique()) or ["*"]
+        region = choose(d2, "Region", regions, "sz_region", default=pool.region if pool else None,
+                        disabled=device == NOT_PRICED)
+        options = sorted(of_device[of_device["region"] == region]["purchase_option"].unique()) or ["*"]
+        option = choose(d3, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
+                        disabled=device == NOT_PRICED)
+
+    with result_col:
+        problems = []
+        slas: list[float] = []
+        for part in (p.strip() for p in (slas_text or "").split(",")):
+            if part:
+                try:
+                    slas.append(float(part))
+                except ValueError:
+                    problems.append(f"SLAs: {part!r} is not a number of tok/s per user")
+        if not slas and not problems:
+            problems.append("SLAs: give one or more, such as 20,50,70")
+        try:
+            hours = to_decimal(hours_text, what="hours per month")
+        except MoneyError as e:
+            problems.append(str(e))
+        result = None
+        if curve is None:
+            st.info("Choose a curve to size with.")
+        elif problems:
+            ui.show_problems(problems, title="Cannot size yet")
+        else:
+            request = SizingRequest(tpm=float(tpm), slas=tuple(slas), gpus_per_replica=int(gpr), util=float(util),
+                                    reserves=Reserves(int(failure), int(canary), int(warm)),
+                                    interpolate=bool(interpolate), ttft_limit_ms=float(ttft) or None, repair=bool(repair))
+            try:
+                result = dd.size_fleet(curve, request, books=books.books,
+                                       device=None if device == NOT_PRICED else device, region=region,
+                                       purchase_option=option, at=at, hours_per_month=hours)
+            except SizingError as e:
+                ui.show_problems(e.problems, title="The sizing engine refused")
+            except NoPriceError as e:
+                ui.show_problems(str(e), title="No price in force")
+        if result is not None:
+            frame = dd.sizing_frame(result)
+            currency = result.pricing.currency if result.pricing else "USD"
+            f = ui.fmt(currency)
+            focus = frame.iloc[0]
+            if pool is not None and pool.sla in set(frame["sla_tok_s_user"]):
+                focus = frame[frame["sla_tok_s_user"] == pool.sla].iloc[0]
+            badge = (":orange-badge[DRAFT] interpolated between measured points" if result.status == DRAFT else
+                     ":green-badge[VERDICT] measured points only")
+            with st.container(key="sz_status"):
+                st.markdown(f"**{result.status}** {badge}")
+            with st.container(key="sz_tiles", horizontal=True):
+                sla_text = f"{f.number(focus['sla_tok_s_user'], 0 if float(focus['sla_tok_s_user']).is_integer() else 1)}"
+                st.metric(f"GPUs at {sla_text} tok/s/user", f.count(focus["gpus"]), border=True,
+                          help=f"{focus['replicas_serving']} serving + {focus['replicas_reserve']} reserve replicas "
+                               f"x {int(gpr)} GPUs")
+                st.metric(f"{currency}/month at {sla_text} tok/s/user",
+                          f.money(focus["monthly_cost"]) if result.pricing else "not priced", border=True)
+                st.metric("c* (requests in flight per replica)",
+                          f.number(focus["c_star"], 1) + ("" if focus["c_star_measured"] else " ~"), border=True)
+            st.code("\n".join(dd.sizing_context(result)), language=None, wrap_lines=True)
+            shown = pd.DataFrame({
+                "SLA tok/s/user": frame["sla_tok_s_user"].map(lambda v: f.number(v, 1)),
+                "c*": [f.number(c, 1) + ("" if m else " ~") for c, m in zip(frame["c_star"], frame["c_star_measured"])],
+                "tok/s/user at c*": frame["tok_s_user"].map(lambda v: f.number(v, 1)),
+                "replica output tok/s": frame["replica_output_tok_s"].map(lambda v: f.number(v, 1)),
+                "basis": frame["throughput_basis"], "limited by": frame["limited_by"],
+                "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(frame["replicas_serving"],
+                                                                         frame["replicas_reserve"])],
+                "GPUs": frame["gpus"].map(f.count),
+                f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
+                "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
+            })
+            ui.table(shown, "sz_table")
+            chart = ui.floats(frame, ["monthly_cost"]) if result.pricing else frame.assign(monthly_cost=None)
+            base = alt.Chart(chart).encode(x=alt.X("sla_tok_s_user:Q", title="SLA (output tok/s per user)"))
+            gpus = base.mark_line(point=True, color="#1f77b4").encode(
+                y=alt.Y("gpus:Q", title="GPUs", axis=alt.Axis(titleColor="#1f77b4")),
+                tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"), alt.Tooltip("gpus:Q", title="GPUs")])
+            layers = [gpus]
+            if result.pricing:
+                layers.append(base.mark_line(point=True, strokeDash=[4, 3], color="#d62728").encode(
+                    y=alt.Y("monthly_cost:Q", title=f"{currency}/month", axis=alt.Axis(titleColor="#d62728")),
+                    tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"),
+                             alt.Tooltip("monthly_cost:Q", title=f"{currency}/month", format=",.2f")]))
+            with st.container(key="sz_chart"):
+                st.altair_chart(alt.layer(*layers).resolve_scale(y="independent"), width="stretch")
+            with st.expander("Measured points of the curve"):
+                st.dataframe(dd.curve_points_frame(result.curve), hide_index=True)
+
+# ================================================================================================
+with budget_tab:
+    st.caption("A plan priced month by month with the prices in force, per scenario: the same as "
+               "`ledger budget PLAN`. Sizing runs SLA-first for every pool and month.")
+    source = ui.pick_plan("bg")
+    b = None
+    if source is not None:
+        try:
+            plan = ui.plan_of(source)
+            names = [s.name for s in plan.scenarios]
+            picked = st.multiselect("Scenarios", names, default=names, key="bg_scenarios")
+            if not picked:
+                st.info("Pick one or more scenarios.")
+            else:
+                b, priced_with = ui.load_budget(source, books, tuple(picked))
+        except BudgetError as e:
+            ui.show_problems(e.problems, title=f"{source.name} cannot be budgeted")
+    if b is not None:
+        f = ui.fmt(b.currency)
+        months = dd.budget_months_frame(b)
+        totals = dd.budget_totals_frame(b)
+        badge = ":orange-badge[DRAFT]" if b.status == DRAFT else ":green-badge[VERDICT]"
+        st.markdown(f"**{b.plan.name}** · {b.currency} · {b.plan.months[0]} to {b.plan.months[-1]} "
+                    f"({len(b.plan.months)} months) · sizing {badge} · priced with {priced_with.where}")
+        with st.container(key="bg_tiles", horizontal=True):
+            for _, row in totals.iterrows():
+                st.metric(f"{row['scenario']}: total over {len(b.plan.months)} months", f.money(row["total"]),
+                          border=True)
+        chart = ui.floats(months, ["total"])
+        chart["month"] = pd.to_datetime(chart["month"] + "-01")
+        chart["shown"] = months["total"].map(f.money)
+        with st.container(key="bg_chart"):
+            st.altair_chart(alt.Chart(chart).mark_line(point=True).encode(
+                x=alt.X("month:T", title="month", axis=alt.Axis(format="%Y-%m")),
+                y=alt.Y("total:Q", title=f"cost per month ({b.currency})"),
+                color=alt.Color("scenario:N", sort=list(picked)),
+                tooltip=["scenario:N", alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip("shown:N", title="total")]),
+                width="stretch")
+        wide = months.pivot(index="month", columns="scenario", values="total").reset_index()
+        st.subheader("Month by month")
+        ui.table(pd.DataFrame({"month": wide["month"], **{s: wide[s].map(f.money) for s in picked}}), "bg_months")
+        detail = st.selectbox("Scenario in detail", picked, index=picked.index("base") if "base" in picked else 0,
+                              key="bg_detail_scenario")
+        one = months[months["scenario"] == detail]
+        used = [c for c in dd.CATEGORIES if any(v != 0 for v in one[c])]
+        ui.table(pd.DataFrame({"month": one["month"], **{c: one[c].map(f.money) for c in used},
+                               "total": one["total"].map(f.money)}), "bg_detail")
+        pools = dd.budget_pools_frame(b)
+        pools = pools[pools["scenario"] == detail]
+        st.markdown(f"**Pools, scenario {detail}** (a month splits where a price changes)")
+        ui.table(pd.DataFrame({
+            "pool": pools["pool"], "month": pools["month"], "sizing": pools["status"],
+            "TPM": pools["tpm"].map(lambda v: f.number(v, 0)),
+            "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(pools["replicas_serving"], pools["replicas_reserve"])],
+            "GPUs": pools["gpus"].map(f.count), "hours": pools["hours"].map(lambda v: f.number(v, 1)),
+            "price per GPU-hour": [f.price(p, c) for p, c in zip(pools["price_per_gpu_hour"], pools["currency"])],
+            "cost": pools["cost"].map(f.money), "price source": pools["price_source"]}), "bg_pools")
+        locale = ui.current_locale()
+
+        def _workbook(budget=b, locale: str = locale) -> bytes:
+            return dd.budget_workbook(budget, locale=locale)
+
+        def _csv(budget=b) -> str:
+            from ledger.export.budget_report import budget_as_csv
+
+            return budget_as_csv(budget)
+
+        with st.container(key="bg_downloads", horizontal=True):
+            st.download_button("Budget workbook (.xlsx)", _workbook, file_name=f"budget-{b.plan.name}.xlsx",
+                               mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="bg_xlsx",
+                               on_click="ignore", icon=":material/download:",
+                               help="Summary as live formulas over the detail, a provenance sheet (`ledger budget --xlsx`).")
+            st.download_button("Budget (.csv)", _csv, file_name=f"budget-{b.plan.name}.csv", mime="text/csv",
+                               key="bg_csv", on_click="ignore", icon=":material/download:")
+        st.caption("Price books: " + ", ".join(b.price_books) + f". Plan sha256 {b.plan.digest[:12]}.")

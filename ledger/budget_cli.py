@@ -1,0 +1,153 @@
+"""`ledger budget PLAN` (forecast by month x scenario x category, JSON, CSV, workbook) and
+`ledger budget compare PLAN --period YYYY-MM` (forecast vs the current allocation run)."""
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from .budget import Budget, BudgetError, budget, compare, load_plan
+
+
+class _DefaultGroup(TyperGroup):
+    """A group whose first argument, when it is not a subcommand, goes to the default command:
+    ``ledger budget PLAN`` runs ``ledger budget forecast PLAN``."""
+
+    default = "forecast"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = [self.default, *args]
+        return super().parse_args(ctx, args)
+
+
+budget_app = typer.Typer(cls=_DefaultGroup, no_args_is_help=True,
+                         help="Forecast budgets from a replica plan (TOML), and forecast vs actual. "
+                              "`ledger budget PLAN` prices the plan; `ledger budget compare PLAN --period M`.")
+
+
+_BOOKS_HELP = "price book files or folders (default: the plan's, else the ledger's)"
+_SCENARIOS_HELP = "scenarios to budget, e.g. best,base,worst (default: all of the plan's)"
+
+
+def _cli():
+    from . import cli
+
+    return cli
+
+
+def _index(plan, pricebooks: Optional[List[Path]]):
+    from . import pricebook
+
+    paths = list(pricebooks or []) or list(plan.pricebooks)
+    if not paths:
+        try:
+            return pricebook.default_index()
+        except ValueError as e:
+            _cli().fail(str(e).splitlines())
+    books, problems = pricebook.load_books(paths)
+    if problems:
+        _cli().fail([str(p) for p in problems])
+    return pricebook.PriceIndex(books)
+
+
+def _version() -> str:
+    from .runs import code_version
+
+    return code_version()
+
+
+def compute(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List[Path]]) -> Budget:
+    """Load, validate and price a plan, failing with one line per problem."""
+    cli = _cli()
+    try:
+        plan = load_plan(plan_path)
+        names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
+        if names is not None and not names:
+            cli.fail("--scenarios: give scenario names separated by commas, such as best,base,worst")
+        return budget(plan, _index(plan, pricebooks), scenarios=names, generated_at=datetime.now(timezone.utc))
+    except BudgetError as e:
+        cli.fail(e.problems)
+
+
+@budget_app.command("forecast")
+def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see docs/budgets.md"),
+                 scenarios: Optional[str] = typer.Option(None, "--scenarios",
+                                                         help=_SCENARIOS_HELP),
+                 as_json: bool = typer.Option(False, "--json", help="print the budget as JSON (money as strings)"),
+                 as_csv: bool = typer.Option(False, "--csv", help="print month x scenario x category as CSV"),
+                 xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the budget workbook to FILE"),
+                 locale: str = typer.Option("en_US", "--locale", help="locale of the workbook's currency formats"),
+                 pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
+                                                                 help=_BOOKS_HELP)) -> None:
+    """Size every pool month by month, price every month with the prices in force, per scenario."""
+    from .export.budget_report import budget_as_csv, budget_as_json, budget_as_table
+    from .export.xlsx import LocaleError, check_locale
+
+    cli = _cli()
+    if xlsx is not None:
+        try:
+            check_locale(locale)
+        except LocaleError as e:
+            cli.fail(str(e))
+    b = compute(plan, scenarios, pricebooks)
+    version = _version()
+    if xlsx is not None:
+        from .export.budget_xlsx import budget_as_xlsx
+
+        budget_as_xlsx(b, locale=locale, generated_at=b.generated_at, version=version, path=xlsx)
+    if as_json:
+        cli.print_json(budget_as_json(b, version=version))
+    elif as_csv:
+        sys.stdout.write(budget_as_csv(b))
+    else:
+        for t in budget_as_table(b):
+            cli.out.print(t)
+        if xlsx is not None:
+            cli.out.print(f"workbook written to {xlsx}", markup=False)
+
+
+@budget_app.command("compare")
+def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
+                period: str = typer.Option(..., "--period", help="the month to compare, e.g. 2026-10"),
+                scenario: str = typer.Option("base", "--scenario", help="the forecast scenario to compare"),
+                as_json: bool = typer.Option(False, "--json", help="print JSON (money as decimal strings)"),
+                as_csv: bool = typer.Option(False, "--csv", help="print CSV"),
+                pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
+                                                                help=_BOOKS_HELP)) -> None:
+    """The month's forecast beside the current allocation run's actuals, per category and pool."""
+    from . import runs, store
+    from .export.budget_report import comparison_as_csv, comparison_as_json, comparison_as_table
+
+    cli = _cli()
+    try:
+        start, end = store.month_bounds(period)
+    except store.StoreError as e:
+        cli.fail(str(e))
+    b = compute(plan, scenario, pricebooks)
+    with cli.Ledger() as s:
+        try:
+            stored = runs.load_run(s, start=start, end=end)
+        except runs.RunError as e:
+            cli.fail(str(e))
+    try:
+        c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id, run_currency=stored.run.currency,
+                    price_books=stored.summary.get("price_books", []), scenario=scenario)
+    except BudgetError as e:
+        cli.fail(e.problems)
+    if as_json:
+        cli.print_json(comparison_as_json(c))
+    elif as_csv:
+        sys.stdout.write(comparison_as_csv(c))
+    else:
+        cli.out.print(comparison_as_table(c))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ledger budget` (forecast, compare) to the main app."""
+    app.add_typer(budget_app, name="budget")

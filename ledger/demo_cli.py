@@ -1,0 +1,135 @@
+"""CLI: `ledger demo`, a realistic month in a fresh ledger home, allocated and summarized."""
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Optional
+
+import typer
+from babel.numbers import format_decimal
+from rich.table import Table
+
+from . import demo
+
+KIND_LABELS = {"fleet": "fleet intervals", "requests": "requests", "outcomes": "task outcomes",
+               "meters": "meter events", "charges": "invoice charges"}
+
+
+def _cli():
+    from . import cli  # the main app's helpers (fail, print_json, consoles)
+
+    return cli
+
+
+def _money(text: str | Decimal) -> str:
+    return format_decimal(Decimal(text), format="#,##0.00", locale="en_US")
+
+
+def _table(title: str, first: str, *numbers: str) -> Table:
+    t = Table(title=title)
+    t.add_column(first)
+    for n in numbers:
+        t.add_column(n, justify="right")
+    return t
+
+
+def _pct(part: Decimal, whole: Decimal) -> str:
+    return format_decimal(part / whole * 100, format="0.0", locale="en_US") + "%" if whole else "—"
+
+
+def _dashboard_command(home: Path, home_given: bool) -> str:
+    return f"LEDGER_HOME={demo.display_path(home)} ledger dashboard" if home_given else "ledger dashboard"
+
+
+def _as_json(result: demo.DemoResult, home_given: bool) -> dict:
+    run = {k: v for k, v in result.summary.items() if k not in ("usage", "tasks")}
+    return {"home": demo.display_path(result.home), "seconds": round(result.seconds, 2),
+            "inputs": {k: {"file": demo.display_path(result.inputs.paths[k]), "rows": result.inputs.rows[k]}
+                       for k in demo.KINDS},
+            "inputs_sha256": result.inputs.digest, "ingested": result.ingested,
+            "price_books_loaded": list(result.books),
+            "conserved": Decimal(run["lines_total"]) == Decimal(run["total"]), "run": run,
+            "dashboard": _dashboard_command(result.home, home_given)}
+
+
+def _print(result: demo.DemoResult, home_given: bool) -> None:
+    out = _cli().out
+    doc, cur = result.summary, result.summary["currency"]
+    p = doc["period"]
+    built = ", ".join(f"{result.inputs.rows[k]:,} {KIND_LABELS[k]}" for k in demo.KINDS)
+    out.print("[bold]ledger demo[/bold]: October 2026 replayed from the Azure LLM inference trace 2023 "
+              "(CC-BY-4.0, Microsoft Azure; see ledger/data/ATTRIBUTION.md)")
+    out.print(f"built {built} in {demo.display_path(result.inputs.folder)}/", markup=False)
+    out.print(f"period {p['start']} to {p['end']} · run {doc['run_id']} · {cur} · idle policy {doc['idle_policy']} "
+              f"· basis {doc['basis']}", markup=False)
+    out.print(f"price books: {', '.join(doc['price_books'])}", markup=False)
+    conserved = Decimal(doc["lines_total"]) == Decimal(doc["total"])
+    out.print(f"total {_money(doc['total'])} {cur}; the {doc['lines']:,} lines add up to {doc['lines_total']} "
+              f"{'(conserved: lines == total)' if conserved else '(NOT CONSERVED)'}", markup=False)
+
+    t = _table(f"by category ({cur})", "category", "amount")
+    for c, v in doc["by_category"].items():
+        if Decimal(v):
+            t.add_row(c, _money(v))
+    t.add_row("[bold]total[/bold]", f"[bold]{_money(doc['total'])}[/bold]")
+    out.print(t)
+
+    by_kind, total = doc["by_kind"], Decimal(doc["total"])
+    t = _table(f"idle, unallocated and failed work ({cur})", "not on a tenant, or failed", "amount", "of total")
+    for label, v in (("idle slack (unused serving capacity)", by_kind["idle_slack"]),
+                     ("idle reserve (failure, canary, warm, maintenance)", by_kind["idle_reserve"]),
+                     ("unallocated (charges with rule none)", by_kind["unallocated"]),
+                     ("failed work (stays on its tenants)", doc["failed_work"])):
+        t.add_row(label, _money(v), _pct(Decimal(v), total))
+    out.print(t)
+
+    t = _table(f"tenants ({cur}; success criteria: {', '.join(doc['success_criteria'])})", "tenant", "cost",
+               "failed work", "tasks ok", "tasks failed", "cost per success")
+    for r in doc["tenants"]:
+        tasks = r["tasks"] or {"success": 0, "failure": 0, "unknown": 0}
+        per = r["cost_per_successful_task"]
+        t.add_row(r["tenant"], _money(r["cost"]), _money(r["failed_work"]), f"{tasks['success']:,}",
+                  f"{tasks['failure']:,}", format_decimal(Decimal(per), format="#,##0.0000", locale="en_US")
+                  if per is not None else "undefined: no successful tasks")
+    out.print(t)
+    for f in doc["flags"]:
+        out.print(f"flag: pool {f['pool']} {f['kind'].replace('_', ' ')} in the hour of {f['hour']}", markup=False)
+    if not result.fx_in_books:
+        out.print("note: no shipped price book has an FX rate, so every demo charge is in USD", markup=False)
+    home = demo.display_path(result.home)
+    out.print(f"ledger home: {home} · built, ingested and allocated in {result.seconds:.1f} s", markup=False)
+    out.print(f"More: ledger report unit-economics --period {demo.PERIOD}; ledger report tenants --period "
+              f"{demo.PERIOD}" + (f" (with LEDGER_HOME={home})" if home_given else ""), markup=False)
+    out.print(f"Open the dashboard: {_dashboard_command(result.home, home_given)}", markup=False)
+
+
+def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger home to build the demo in "
+                                                 "(default: LEDGER_HOME, else ./.ledger)"),
+             force: bool = typer.Option(False, "--force", help="wipe the ledger in that home first (its SQLite DB, "
+                                                               "facts and demo files; nothing else)"),
+             as_json: bool = typer.Option(False, "--json", help="print the summary as JSON")) -> None:
+    """Build a realistic month (October 2026) from the Azure LLM inference trace in a fresh ledger home:
+    tenants, products, two GPU pools, a provider model, meters, outcomes and charges; ingest, allocate
+    and print where the money went. Refuses a home that already holds data unless --force."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    cli = _cli()
+    if home is not None:
+        os.environ["LEDGER_HOME"] = str(home.resolve())
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=cli.err,
+                  transient=True, disable=not cli.err.is_terminal or as_json) as bar:
+        task = bar.add_task("demo", total=None)
+        try:
+            result = demo.run_demo(force=force, on_step=lambda m: bar.update(task, description=m))
+        except demo.DemoError as e:
+            bar.stop()
+            cli.fail(str(e).splitlines())
+    if as_json:
+        cli.print_json(_as_json(result, home is not None))
+    else:
+        _print(result, home is not None)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo_cmd)

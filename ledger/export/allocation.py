@@ -1,0 +1,160 @@
+"""Allocation run exports: the lines as CSV, and a workbook whose per-tenant and per-category totals
+are formulas over the line detail, with a provenance sheet."""
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+
+from openpyxl import Workbook
+from openpyxl.styles import Font
+
+from ..allocate import CATEGORIES, KINDS, period_label
+from ..money import ZERO, fmt
+from ..reports import RunData
+from .safe import safe_text
+from .xlsx import (DEFAULT_LOCALE, QUANTITY_FORMAT, col, currency_format, fit_widths, header, put, put_formula, rng,
+                   write_provenance)
+
+LINE_COLUMNS = ("day", "kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from",
+                "quantity", "unit", "amount", "currency")
+_TEXT_COLUMNS = ("kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from", "unit")
+CSV_COLUMNS = ("run_id", "period_start", "period_end", "currency", "price_books") + LINE_COLUMNS[:-1]
+
+
+def allocation_as_csv(data: RunData) -> str:
+    """One CSV row per allocation line; every row repeats the run, period, currency and price books.
+    Money and quantities as decimal strings; every text field neutralized against formulas."""
+    info = data.info
+    period = period_label(info.start, info.end)
+    head = {"run_id": info.run_id, "period_start": period["start"], "period_end": period["end"],
+            "currency": info.currency, "price_books": " ".join(info.price_books)}
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for ln in data.lines:
+        text = {"day": ln.day.isoformat(), "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
+                "model": ln.model, "pool": ln.pool, "provider": ln.provider, "category": ln.category, "work": ln.work,
+                "shared_from": ln.shared_from, "unit": ln.unit, **head}
+        row = []
+        for c in CSV_COLUMNS:
+            if c == "quantity":
+                row.append(_qty(ln.quantity))
+            elif c == "amount":
+                row.append(fmt(ln.amount))
+            else:
+                row.append(safe_text(text[c]) or "")
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def _qty(q: Decimal) -> str:
+    s = format(q, "f")
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated_at: datetime | None = None,
+                       version: str = "", path: str | Path | None = None) -> bytes:
+    """The run as a workbook: Lines (the detail), By tenant and By category (SUMPRODUCT formulas over
+    the Lines amounts; the non-tenant kinds idle_slack, idle_reserve and unallocated on rows of their
+    own), a check of the formulas' total against the run total, and Provenance."""
+    info = data.info
+    money = currency_format(info.currency, locale)
+    wb = Workbook()
+    lines = wb.active
+    lines.title = "Lines"
+    header(lines, LINE_COLUMNS)
+    L = {n: i for i, n in enumerate(LINE_COLUMNS, 1)}
+    for r, ln in enumerate(data.lines, 2):
+        for name in _TEXT_COLUMNS:
+            v = getattr(ln, name)
+            if v is not None:
+                put(lines, r, L[name], v)
+        put(lines, r, L["day"], ln.day)
+        put(lines, r, L["quantity"], ln.quantity, QUANTITY_FORMAT)
+        put(lines, r, L["amount"], ln.amount, money)
+        put(lines, r, L["currency"], info.currency)
+    fit_widths(lines)
+    n = len(data.lines) + 1
+
+    def sumproduct(*conds: tuple[str, str]) -> str:
+        terms = "".join(f"({rng('Lines', L[c], 2, n)}={ref})*" for c, ref in conds)
+        return f"SUMPRODUCT({terms}{rng('Lines', L['amount'], 2, n)})"
+
+    bt = wb.create_sheet("By tenant")
+    cols = ("kind", "tenant") + CATEGORIES + ("total",)
+    header(bt, cols, freeze="C2")
+    first, last = 3, 2 + len(CATEGORIES)
+    tenants = sorted({ln.tenant for ln in data.lines if ln.kind == "tenant" and ln.tenant is not None})
+    kinds_present = [k for k in KINDS[1:] if any(ln.kind == k for ln in data.lines)]
+    r = 2
+    for t in tenants:
+        put(bt, r, 1, "tenant")
+        put(bt, r, 2, t)
+        for k in range(first, last + 1):
+            put_formula(bt, r, k, "=" + sumproduct(("kind", f"$A{r}"), ("tenant", f"$B{r}"),
+                                                   ("category", f"{col(k)}$1")), money)
+        put_formula(bt, r, last + 1, f"=SUM({col(first)}{r}:{col(last)}{r})", money)
+        r += 1
+    for kind in kinds_present:
+        put(bt, r, 1, kind)
+        for k in range(first, last + 1):
+            put_formula(bt, r, k, "=" + sumproduct(("kind", f"$A{r}"), ("category", f"{col(k)}$1")), money)
+        put_formula(bt, r, last + 1, f"=SUM({col(first)}{r}:{col(last)}{r})", money)
+        r += 1
+    put(bt, r, 1, "total").font = Font(bold=True)
+    for k in range(first, last + 2):
+        put_formula(bt, r, k, f"=SUM({col(k)}2:{col(k)}{max(2, r - 1)})", money).font = Font(bold=True)
+    fit_widths(bt)
+    for k in range(first, last + 2):
+        bt.column_dimensions[col(k)].width = 16
+
+    bc = wb.create_sheet("By category")
+    header(bc, ("category", "amount"))
+    for r, cat in enumerate(CATEGORIES, 2):
+        put(bc, r, 1, cat)
+        put_formula(bc, r, 2, "=" + sumproduct(("category", f"$A{r}")), money)
+    tr = len(CATEGORIES) + 2
+    put(bc, tr, 1, "total (formulas over the lines)").font = Font(bold=True)
+    put_formula(bc, tr, 2, f"=SUM(B2:B{tr - 1})", money).font = Font(bold=True)
+    put(bc, tr + 1, 1, "run total (as allocated)")
+    put(bc, tr + 1, 2, sum((ln.amount for ln in data.lines), ZERO), money)
+    put(bc, tr + 2, 1, "difference (must be 0)")
+    put_formula(bc, tr + 2, 2, f"=B{tr}-B{tr + 1}", money)
+    fit_widths(bc)
+
+    write_provenance(wb, allocation_provenance(data, locale=locale, generated_at=generated_at, version=version))
+    buf = io.BytesIO()
+    wb.save(buf)
+    out = buf.getvalue()
+    if path is not None:
+        Path(path).write_bytes(out)
+    return out
+
+
+def allocation_provenance(data: RunData, *, locale: str, generated_at: datetime | None, version: str
+                          ) -> list[tuple[str, object]]:
+    info = data.info
+    period = period_label(info.start, info.end)
+    criteria = sorted({c for t in data.tasks for c in t.criteria})
+    return [
+        ("report", "allocation run export (ledger export)"),
+        ("run", info.run_id),
+        ("period (UTC, end exclusive)", f"{period['start']} to {period['end']}"),
+        ("reporting currency", info.currency),
+        ("locale", locale),
+        ("price book versions", list(info.price_books)),
+        ("idle policy", info.idle_policy),
+        ("weight basis", info.basis),
+        ("success criteria", criteria),
+        ("lines", len(data.lines)),
+        ("run total", sum((ln.amount for ln in data.lines), ZERO)),
+        ("run created at (UTC)", info.created_at.isoformat() if info.created_at else ""),
+        ("inputs digest", info.inputs_digest),
+        ("run code version", info.code_version),
+        ("notes", list(info.notes)),
+        ("generated at (UTC)", generated_at.isoformat() if generated_at else ""),
+        ("ledger version", version),
+    ]

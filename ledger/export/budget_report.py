@@ -1,0 +1,190 @@
+"""Renderers of a budget and of a forecast-vs-actual comparison: JSON (money as decimal strings),
+CSV (text neutralized) and rich tables."""
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+
+from babel.numbers import format_decimal
+from rich.table import Table
+
+from ..allocate import CATEGORIES
+from ..budget import Budget, Comparison, CompareRow
+from ..money import fmt
+from .safe import safe_text
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _num(x: Decimal) -> str:
+    """A quantity or rate as plain decimal text, without trailing zeros."""
+    s = format(x, "f")
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def budget_as_json(b: Budget, *, version: str = "") -> dict:
+    """The budget's JSON contract: per scenario and month the cost by category and its total
+    (money as decimal strings), totals per scenario, every detail row, and the provenance."""
+    summary = []
+    for s in b.scenarios:
+        for m in b.plan.months:
+            cats = b.by_category(s.name, m)
+            summary.append({"scenario": s.name, "month": m, "by_category": {c: fmt(v) for c, v in cats.items()},
+                            "total": fmt(sum(cats.values(), Decimal(0)))})
+    totals = {}
+    for s in b.scenarios:
+        cats = {c: Decimal(0) for c in CATEGORIES}
+        for m in b.plan.months:
+            for c, v in b.by_category(s.name, m).items():
+                cats[c] += v
+        totals[s.name] = {"by_category": {c: fmt(v) for c, v in cats.items()},
+                          "total": fmt(sum(cats.values(), Decimal(0)))}
+    return {
+        "report": "budget",
+        "plan": b.plan.name,
+        "currency": b.currency,
+        "months": list(b.plan.months),
+        "hours_per_month": "actual" if b.plan.hours_per_month is None else _num(b.plan.hours_per_month),
+        "status": b.status,
+        "scenarios": [{"name": s.name, "traffic": _num(s.traffic), "output_length": _num(s.output_length),
+                       "cache_hit_rate": _num(s.cache_hit_rate), "prices": _num(s.prices)} for s in b.scenarios],
+        "summary": summary,
+        "totals": totals,
+        "pools": [{"scenario": g.scenario, "pool": g.pool, "month": g.month, "from": _iso(g.start), "to": _iso(g.end),
+                   "status": g.status, "tpm": g.tpm, "replicas_serving": g.serving, "replicas_reserve": g.reserve,
+                   "replicas": g.replicas, "gpus_per_replica": g.gpus_per_replica, "gpus": g.gpus,
+                   "hours": _num(g.hours), "price_per_gpu_hour": _num(g.price_per_gpu_hour),
+                   "price_currency": g.currency,
+                   "fx": _num(g.fx), "price_multiplier": _num(g.price_multiplier), "cost": fmt(g.cost),
+                   "price_source": g.price_ref} for g in b.gpu],
+        "variable": [{"scenario": v.scenario, "month": v.month, "from": _iso(v.start), "to": _iso(v.end),
+                      "category": v.category, "item": v.item, "bucket": v.bucket, "quantity": _num(v.quantity),
+                      "unit": v.unit, "price": _num(v.price), "per": v.per, "price_currency": v.currency,
+                      "fx": _num(v.fx), "price_multiplier": _num(v.price_multiplier), "cost": fmt(v.cost),
+                      "price_source": v.price_ref} for v in b.variable],
+        "charges": [{"month": c.month, "category": c.category, "charge": c.name, "amount": fmt(c.amount),
+                     "currency": c.currency, "fx": _num(c.fx), "cost": fmt(c.cost)} for c in b.charges],
+        "provenance": {
+            "plan_file": Path(b.plan.path).name if b.plan.path else "", "plan_sha256": b.plan.digest,
+            "price_books": list(b.price_books),
+            "curves": [{"pool": s.pool, "status": s.status, "curve": s.curve_label, "given_as": s.curve_ref,
+                        "repairs": list(s.repairs)} for s in b.sizing],
+            "prices": [{"ref": ref, "meter": p.meter, "sku": p.sku, "region": p.region,
+                        "purchase_option": p.purchase_option, "price": str(p.price), "currency": p.currency,
+                        "per": p.per, "effective_from": _iso(p.effective_from), "effective_to": _iso(p.effective_to),
+                        "source_url": p.source_url} for ref, p in b.prices],
+            "generated_at": _iso(b.generated_at),
+            "ledger_version": version,
+        },
+    }
+
+
+def _csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: safe_text(v) if isinstance(v, str) and k not in _NUMERIC else v for k, v in r.items()})
+    return buf.getvalue()
+
+
+_NUMERIC = frozenset(CATEGORIES) | {"total", "forecast", "actual", "error", "relative_error"}
+
+
+def budget_as_csv(b: Budget) -> str:
+    """One row per scenario and month: the cost of every category and the total, plus provenance."""
+    doc = budget_as_json(b)
+    rows = []
+    for s in doc["summary"]:
+        rows.append({"plan": b.plan.name, "currency": b.currency, "status": b.status, "scenario": s["scenario"],
+                     "month": s["month"], **s["by_category"], "total": s["total"],
+                     "price_books": " ".join(b.price_books)})
+    return _csv(rows)
+
+
+def _money(d: Decimal | None) -> str:
+    return "—" if d is None else format_decimal(d, format="#,##0.00", locale="en_US")
+
+
+def budget_as_table(b: Budget) -> list[Table]:
+    """Three narrow tables: the total per month and scenario, the total per category and scenario over
+    all months, and the GPUs of every pool per month (scenarios side by side)."""
+    names = [s.name for s in b.scenarios]
+    head = f"budget {b.plan.name} · {b.currency} · sizing {b.status}"
+    by_month = Table(title=f"{head} · total by month", title_justify="left")
+    by_month.add_column("month", no_wrap=True)
+    for n in names:
+        by_month.add_column(n, justify="right", no_wrap=True)
+    for m in b.plan.months:
+        by_month.add_row(m, *(_money(b.total(n, m)) for n in names))
+    by_month.add_row("total", *(_money(b.total(n)) for n in names), style="bold")
+
+    by_cat = Table(title=f"{head} · total by category, {b.plan.months[0]} to {b.plan.months[-1]}",
+                   title_justify="left")
+    by_cat.add_column("category", no_wrap=True)
+    for n in names:
+        by_cat.add_column(n, justify="right", no_wrap=True)
+    sums = {n: {c: Decimal(0) for c in CATEGORIES} for n in names}
+    for n in names:
+        for m in b.plan.months:
+            for c, v in b.by_category(n, m).items():
+                sums[n][c] += v
+    for c in CATEGORIES:
+        if any(sums[n][c] for n in names):
+            by_cat.add_row(c, *(_money(sums[n][c]) for n in names))
+
+    gpus = Table(title=f"GPUs per pool ({' / '.join(names)})", title_justify="left")
+    gpus.add_column("month", no_wrap=True)
+    pools = [p.name for p in b.plan.pools]
+    for p in pools:
+        gpus.add_column(p, justify="right", no_wrap=True)
+    count = {(g.scenario, g.pool, g.month): g.gpus for g in b.gpu}
+    for m in b.plan.months:
+        gpus.add_row(m, *(" / ".join(str(count.get((n, p, m), "-")) for n in names) for p in pools))
+    return [by_month, by_cat] + ([gpus] if pools else [])
+
+
+def _cmp_row(r: CompareRow) -> dict:
+    return {"dimension": r.dimension, "key": r.key, "forecast": fmt(r.forecast), "actual": fmt(r.actual),
+            "error": fmt(r.error), "relative_error": None if r.relative is None else format(r.relative, "f"),
+            "reason": r.reason or None}
+
+
+def comparison_as_json(c: Comparison) -> dict:
+    """Forecast vs actual: error = actual - forecast; relative_error = error / forecast (None with a reason)."""
+    return {"report": "budget-compare", "month": c.month, "scenario": c.scenario, "run_id": c.run_id,
+            "currency": c.currency, "sizing_status": c.status, "price_books": list(c.price_books),
+            "categories": [_cmp_row(r) for r in c.rows if r.dimension == "category"],
+            "pools": [_cmp_row(r) for r in c.rows if r.dimension == "pool"],
+            "total": _cmp_row(c.total)}
+
+
+def comparison_as_csv(c: Comparison) -> str:
+    rows = [{"month": c.month, "scenario": c.scenario, "run_id": c.run_id, "currency": c.currency, **_cmp_row(r)}
+            for r in (*c.rows, c.total)]
+    for r in rows:
+        r["reason"] = r["reason"] or ""
+        r["relative_error"] = r["relative_error"] or ""
+    return _csv(rows)
+
+
+def comparison_as_table(c: Comparison) -> Table:
+    t = Table(title=f"forecast ({c.scenario}) vs actual · {c.month} · run {c.run_id[:12]} · {c.currency}",
+              title_justify="left")
+    for name, just in (("by", "left"), ("", "left"), ("forecast", "right"), ("actual", "right"),
+                       ("error", "right"), ("error %", "right")):
+        t.add_column(name, justify=just)
+    for r in (*c.rows, c.total):
+        if r.dimension == "category" and not r.forecast and not r.actual:
+            continue
+        pct = ("—" if r.relative is None
+               else format_decimal(r.relative * 100, format="+#,##0.0;-#,##0.0", locale="en_US") + "%")
+        t.add_row(r.dimension, r.key, _money(r.forecast), _money(r.actual), _money(r.error), pct,
+                  style="bold" if r.dimension == "total" else None)
+    return t

@@ -1,0 +1,222 @@
+"""The budget workbook: Summary (month x scenario x category, live formulas over the detail), Plan,
+Variable, Charges, Scenarios and Provenance sheets."""
+from __future__ import annotations
+
+import io
+from datetime import datetime
+from pathlib import Path
+
+from openpyxl import Workbook
+from openpyxl.styles import Font
+
+from ..allocate import CATEGORIES
+from ..budget import Budget
+from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
+                   header, put, put_formula, rng, write_provenance)
+
+PLAN_COLUMNS = ("scenario", "pool", "month", "from (UTC)", "to (UTC)", "device", "region", "purchase option",
+                "sizing", "TPM (output tokens/min)", "serving replicas", "reserve replicas", "replicas",
+                "GPUs per replica", "GPUs", "hours", "price per GPU-hour", "price currency", "FX to reporting",
+                "price multiplier", "cost", "price source")
+VARIABLE_COLUMNS = ("scenario", "month", "from (UTC)", "to (UTC)", "category", "item", "bucket", "quantity", "unit",
+                    "price", "per", "price currency", "pers per unit", "FX to reporting", "price multiplier", "cost",
+                    "price source")
+CHARGE_COLUMNS = ("month", "category", "charge", "amount", "currency", "FX to reporting", "cost")
+SCENARIO_COLUMNS = ("scenario", "traffic", "output length", "cache hit rate", "prices", "applied")
+
+
+def _c(columns: tuple[str, ...], name: str) -> int:
+    return columns.index(name) + 1
+
+
+def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: datetime | None = None,
+                   version: str = "", path: str | Path | None = None) -> bytes:
+    """The budget as an .xlsx file (bytes; also written to `path` when given). Every total is a
+    formula over the detail rows, so editing a price, an FX rate, a GPU count or a scenario's price
+    multiplier in the workbook updates the Summary."""
+    money = currency_format(b.currency, locale)
+    wb = Workbook()
+    summary = wb.active
+    summary.title = "Summary"
+
+    # Scenarios first: the detail rows reference their price multiplier.
+    sc = wb.create_sheet("Scenarios")
+    header(sc, SCENARIO_COLUMNS)
+    scenario_row = {}
+    for i, s in enumerate(b.scenarios, 2):
+        scenario_row[s.name] = i
+        put(sc, i, 1, s.name)
+        for j, v in enumerate((s.traffic, s.output_length, s.cache_hit_rate, s.prices), 2):
+            put(sc, i, j, v, "0.00##")
+        put(sc, i, 6, "traffic, output length and cache hit rate were applied when sizing and pricing; "
+                      "prices is live: change it and every cost follows")
+    fit_widths(sc, maximum=40)
+    mult = _c(SCENARIO_COLUMNS, "prices")
+
+    plan = wb.create_sheet("Plan")
+    header(plan, PLAN_COLUMNS, freeze="C2")
+    P = {n: _c(PLAN_COLUMNS, n) for n in PLAN_COLUMNS}
+    pools = {p.name: p for p in b.plan.pools}
+    for r, g in enumerate(b.gpu, 2):
+        pool = pools[g.pool]
+        for name, value in (("scenario", g.scenario), ("pool", g.pool), ("month", g.month), ("from (UTC)", g.start),
+                            ("to (UTC)", g.end), ("device", pool.device), ("region", pool.region),
+                            ("purchase option", pool.purchase_option), ("sizing", g.status),
+                            ("price source", g.price_ref), ("price currency", g.currency)):
+            put(plan, r, P[name], value)
+        put(plan, r, P["TPM (output tokens/min)"], g.tpm, INTEGER_FORMAT)
+        put(plan, r, P["serving replicas"], g.serving, INTEGER_FORMAT)
+        put(plan, r, P["reserve replicas"], g.reserve, INTEGER_FORMAT)
+        put_formula(plan, r, P["replicas"], f"={col(P['serving replicas'])}{r}+{col(P['reserve replicas'])}{r}",
+                    INTEGER_FORMAT)
+        put(plan, r, P["GPUs per replica"], g.gpus_per_replica, INTEGER_FORMAT)
+        put_formula(plan, r, P["GPUs"], f"={col(P['replicas'])}{r}*{col(P['GPUs per replica'])}{r}", INTEGER_FORMAT)
+        put(plan, r, P["hours"], g.hours, QUANTITY_FORMAT)
+        put(plan, r, P["price per GPU-hour"], g.price_per_gpu_hour,
+            currency_format(g.currency, locale, extra_decimals=4))
+        put(plan, r, P["FX to reporting"], g.fx, RATE_FORMAT)
+        put_formula(plan, r, P["price multiplier"], f"=Scenarios!${col(mult)}${scenario_row[g.scenario]}", "0.00##")
+        put_formula(plan, r, P["cost"],
+                    "=ROUND(" + "*".join(f"{col(P[n])}{r}" for n in ("GPUs", "hours", "price per GPU-hour",
+                                                                      "FX to reporting", "price multiplier")) + ",6)",
+                    money)
+    fit_widths(plan)
+    n_plan = len(b.gpu) + 1
+
+    var = wb.create_sheet("Variable")
+    header(var, VARIABLE_COLUMNS, freeze="C2")
+    V = {n: _c(VARIABLE_COLUMNS, n) for n in VARIABLE_COLUMNS}
+    for r, v in enumerate(b.variable, 2):
+        for name, value in (("scenario", v.scenario), ("month", v.month), ("from (UTC)", v.start), ("to (UTC)", v.end),
+                            ("category", v.category), ("item", v.item), ("bucket", v.bucket), ("unit", v.unit),
+                            ("per", v.per), ("price currency", v.currency), ("price source", v.price_ref)):
+            put(var, r, V[name], value)
+        whole = v.quantity == v.quantity.to_integral()
+        put(var, r, V["quantity"], v.quantity, INTEGER_FORMAT if whole else QUANTITY_FORMAT)
+        put(var, r, V["price"], v.price, currency_format(v.currency, locale, extra_decimals=4))
+        put(var, r, V["pers per unit"], v.per_factor, "0.##########")
+        put(var, r, V["FX to reporting"], v.fx, RATE_FORMAT)
+        put_formula(var, r, V["price multiplier"], f"=Scenarios!${col(mult)}${scenario_row[v.scenario]}", "0.00##")
+        put_formula(var, r, V["cost"],
+                    "=ROUND(" + "*".join(f"{col(V[n])}{r}" for n in ("quantity", "pers per unit", "price",
+                                                                      "FX to reporting", "price multiplier")) + ",6)",
+                    money)
+    fit_widths(var)
+    n_var = len(b.variable) + 1
+
+    ch = wb.create_sheet("Charges")
+    header(ch, CHARGE_COLUMNS)
+    C = {n: _c(CHARGE_COLUMNS, n) for n in CHARGE_COLUMNS}
+    for r, c in enumerate(b.charges, 2):
+        put(ch, r, C["month"], c.month)
+        put(ch, r, C["category"], c.category)
+        put(ch, r, C["charge"], c.name)
+        put(ch, r, C["amount"], c.amount, currency_format(c.currency, locale))
+        put(ch, r, C["currency"], c.currency)
+        put(ch, r, C["FX to reporting"], c.fx, RATE_FORMAT)
+        put_formula(ch, r, C["cost"], f"=ROUND({col(C['amount'])}{r}*{col(C['FX to reporting'])}{r},6)", money)
+    fit_widths(ch)
+    n_ch = len(b.charges) + 1
+
+    # Summary: one row per scenario and month, one column per category, all SUMPRODUCT formulas
+    # (exact text equality: no criteria parsing, so a month such as 2026-10 is never read as a date).
+    cols = ("scenario", "month", "sizing") + CATEGORIES + ("total",)
+    header(summary, cols, freeze="C2")
+    first_cat = 4
+    last_cat = first_cat + len(CATEGORIES) - 1
+    r = 2
+    for s in b.scenarios:
+        for month in b.plan.months:
+            put(summary, r, 1, s.name)
+            put(summary, r, 2, month)
+            put(summary, r, 3, b.status)
+            for k, cat in enumerate(CATEGORIES):
+                c = first_cat + k
+                terms = [
+                    f"SUMPRODUCT(({rng('Variable', V['scenario'], 2, n_var)}=$A{r})"
+                    f"*({rng('Variable', V['month'], 2, n_var)}=$B{r})"
+                    f"*({rng('Variable', V['category'], 2, n_var)}={col(c)}$1)"
+                    f"*{rng('Variable', V['cost'], 2, n_var)})",
+                    f"SUMPRODUCT(({rng('Charges', C['month'], 2, n_ch)}=$B{r})"
+                    f"*({rng('Charges', C['category'], 2, n_ch)}={col(c)}$1)"
+                    f"*{rng('Charges', C['cost'], 2, n_ch)})",
+                ]
+                if cat == "gpu":
+                    terms.insert(0, f"SUMPRODUCT(({rng('Plan', P['scenario'], 2, n_plan)}=$A{r})"
+                                    f"*({rng('Plan', P['month'], 2, n_plan)}=$B{r})"
+                                    f"*{rng('Plan', P['cost'], 2, n_plan)})")
+                put_formula(summary, r, c, "=" + "+".join(terms), money)
+            put_formula(summary, r, last_cat + 1, f"=SUM({col(first_cat)}{r}:{col(last_cat)}{r})", money)
+            r += 1
+    last_detail = r - 1
+    r += 1
+    for s in b.scenarios:
+        put(summary, r, 1, s.name)
+        put(summary, r, 2, "all months")
+        put(summary, r, 3, b.status)
+        for c in range(first_cat, last_cat + 2):
+            put_formula(summary, r, c, f"=SUMPRODUCT(($A$2:$A${last_detail}=$A{r})*{col(c)}$2:{col(c)}${last_detail})",
+                        money)
+            summary.cell(row=r, column=c).font = Font(bold=True)
+        r += 1
+    fit_widths(summary)
+    for c in range(first_cat, last_cat + 2):
+        summary.column_dimensions[col(c)].width = 16
+
+    write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version))
+    buf = io.BytesIO()
+    wb.save(buf)
+    data = buf.getvalue()
+    if path is not None:
+        Path(path).write_bytes(data)
+    return data
+
+
+def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
+                      version: str) -> list[tuple[str, object]]:
+    """Where the budget's numbers came from, item by item."""
+    plan = b.plan
+    items: list[tuple[str, object]] = [
+        ("report", "forecast budget (ledger budget)"),
+        ("plan", plan.name),
+        ("plan file", Path(plan.path).name if plan.path else ""),
+        ("plan SHA-256", plan.digest),
+        ("reporting currency", plan.currency),
+        ("locale", locale),
+        ("months", f"{plan.months[0]} to {plan.months[-1]} ({len(plan.months)} calendar months, UTC)"),
+        ("hours per month", "actual hours of each month" if plan.hours_per_month is None
+         else f"{plan.hours_per_month} (fixed)"),
+        ("sizing status", b.status),
+        ("price books in force", list(b.price_books)),
+    ]
+    for s in b.sizing:
+        items.append((f"curve of pool {s.pool}", [f"{s.status}: {s.curve_label}", f"given as: {s.curve_ref}",
+                                                  f"model {s.model or '?'} on {s.hardware or '?'}", *s.repairs]))
+    for p in plan.pools:
+        r = p.reserves
+        items.append((f"pool {p.name}", [
+            f"{p.device}, {p.region}, {p.purchase_option}; {p.gpus_per_replica} GPUs per replica",
+            f"SLA {p.sla:g} tok/s/user; TPM {p.tpm} in {plan.months[0]}, growth {p.growth} a month (compounding); "
+            f"util {p.util:g}",
+            f"reserves: failure {r.failure}, canary {r.canary}, warm {r.warm}; "
+            f"{'interpolated (DRAFT)' if p.interpolate else 'measured points only (VERDICT)'}"
+            f"{'; curve repaired to its upper envelope' if p.repair else ''}"]))
+    for t in plan.tokens:
+        items.append((f"tokens {t.provider}/{t.model}", f"input {t.input_tokens} (cached share {t.cached_share}), "
+                                                         f"output {t.output_tokens} a month; growth {t.growth}"))
+    for m in plan.meters:
+        items.append((f"meter {m.meter}/{m.sku}", f"{m.quantity} {m.unit} a month ({m.category}); growth {m.growth}"))
+    for c in plan.charges:
+        months = f"{' from ' + c.first if c.first else ''}{' to ' + c.last if c.last else ''}"
+        items.append((f"charge {c.name}", f"{c.amount} {c.currency or plan.currency} a month ({c.category}){months}"))
+    for s in b.scenarios:
+        items.append((f"scenario {s.name}", f"traffic x{s.traffic}, output length x{s.output_length}, "
+                                            f"cache hit rate x{s.cache_hit_rate}, prices x{s.prices}"))
+    for ref, p in b.prices:
+        until = f" to {p.effective_to.isoformat()}" if p.effective_to else ""
+        items.append((f"price {ref}", f"{p.meter} {p.sku} {p.region} {p.purchase_option}: {p.price} {p.currency} per "
+                                      f"{p.per}, from {p.effective_from.isoformat()}"
+                                      f"{until}; {p.source_url}"))
+    items.append(("generated at (UTC)", generated_at.isoformat() if generated_at else ""))
+    items.append(("ledger version", version))
+    return items

@@ -1,0 +1,62 @@
+"""`ledger export --period P (--xlsx | --csv | --focus) FILE`: an allocation run for finance."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
+               run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: the period's current run)"),
+               xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the workbook (live totals) to FILE"),
+               csv_file: Optional[Path] = typer.Option(None, "--csv", help="write the lines as CSV to FILE"),
+               focus: Optional[Path] = typer.Option(None, "--focus", help="write FinOps FOCUS 1.0 rows (CSV) to FILE"),
+               locale: str = typer.Option("en_US", "--locale", help="locale of the workbook's currency formats"),
+               billing_account: str = typer.Option("inference-ledger", "--billing-account",
+                                                   help="FOCUS BillingAccountId"),
+               billing_account_name: str = typer.Option("Inference platform", "--billing-account-name",
+                                                        help="FOCUS BillingAccountName and InvoiceIssuerName")) -> None:
+    """Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows."""
+    from .. import cli, reports, runs, store
+    from . import allocation_as_csv, allocation_as_focus, allocation_as_xlsx
+    from .xlsx import LocaleError, check_locale
+
+    if not (xlsx or csv_file or focus):
+        cli.fail("give at least one of --xlsx FILE, --csv FILE, --focus FILE")
+    if bool(period) == bool(run_id):
+        cli.fail("give either --period YYYY-MM or --run ID")
+    if xlsx:
+        try:
+            check_locale(locale)
+        except LocaleError as e:
+            cli.fail(str(e))
+    with cli.Ledger() as s:
+        try:
+            if run_id:
+                stored = runs.load_run(s, run_id=run_id)
+            else:
+                start, end = store.month_bounds(period)
+                stored = runs.load_run(s, start=start, end=end)
+        except (runs.RunError, store.StoreError) as e:
+            cli.fail(str(e))
+    data = reports.run_data_of_stored(stored)
+    written = []
+    if xlsx:
+        allocation_as_xlsx(data, locale=locale, generated_at=datetime.now(timezone.utc), version=runs.code_version(),
+                           path=xlsx)
+        written.append(f"workbook {xlsx}")
+    if csv_file:
+        csv_file.write_text(allocation_as_csv(data), encoding="utf-8", newline="")
+        written.append(f"lines CSV {csv_file}")
+    if focus:
+        focus.write_text(allocation_as_focus(data, billing_account_id=billing_account,
+                                             billing_account_name=billing_account_name), encoding="utf-8", newline="")
+        written.append(f"FOCUS 1.0 CSV {focus}")
+    cli.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ledger export` to the main app."""
+    app.command("export")(export_cmd)

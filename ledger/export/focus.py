@@ -1,0 +1,127 @@
+"""Allocation runs as FinOps FOCUS 1.0 rows (CSV): one row per allocation line, cost columns as
+decimals, the ledger's dimensions as ``x_`` columns. See docs/exports.md for the column mapping."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime, time, timedelta, timezone
+
+from ..allocate import Line, period_label
+from ..money import fmt
+from ..reports import RunData
+from .safe import safe_text
+
+#: The columns of FOCUS 1.0 (mandatory and conditional), in the specification's order.
+FOCUS_COLUMNS = (
+    "AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency",
+    "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription",
+    "ChargeFrequency", "ChargePeriodEnd", "ChargePeriodStart", "CommitmentDiscountCategory", "CommitmentDiscountId",
+    "CommitmentDiscountName", "CommitmentDiscountStatus", "CommitmentDiscountType", "ConsumedQuantity",
+    "ConsumedUnit", "ContractedCost", "ContractedUnitPrice", "EffectiveCost", "InvoiceIssuerName", "ListCost",
+    "ListUnitPrice", "PricingCategory", "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName",
+    "RegionId", "RegionName", "ResourceId", "ResourceName", "ResourceType", "ServiceCategory", "ServiceName",
+    "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
+)
+#: focus-validator 1.0.0 still reads some columns under their FOCUS 0.5 names (Provider,
+#: Publisher, InvoiceIssuer, ResourceID, and ChargeType in its SkuPriceId rule): the same values
+#: are repeated under those names so that the file validates and stays correct FOCUS 1.0.
+VALIDATOR_ALIASES = (("InvoiceIssuer", "InvoiceIssuerName"), ("Provider", "ProviderName"),
+                     ("Publisher", "PublisherName"), ("ResourceID", "ResourceId"), ("ChargeType", "ChargeCategory"))
+#: Our dimensions, as custom columns.
+X_COLUMNS = ("x_RunId", "x_Kind", "x_Tenant", "x_Product", "x_Model", "x_Pool", "x_Provider", "x_Category", "x_Work",
+             "x_SharedFrom", "x_Quantity", "x_Unit", "x_PriceBooks")
+COLUMNS = FOCUS_COLUMNS + tuple(a for a, _ in VALIDATOR_ALIASES) + X_COLUMNS
+DECIMAL_COLUMNS = frozenset({"BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
+                             "x_Quantity"})
+
+SERVICE = {  # category -> (ServiceCategory, ServiceName)
+    "gpu": ("AI and Machine Learning", "Self-hosted LLM inference"),
+    "provider_tokens": ("AI and Machine Learning", "LLM API"),
+    "tool": ("AI and Machine Learning", "LLM tool calls"),
+    "evaluation": ("AI and Machine Learning", "Evaluation"),
+    "egress": ("Networking", "Data egress"),
+    "network": ("Networking", "Network"),
+    "observability": ("Management and Governance", "Observability"),
+    "storage": ("Storage", "Storage"),
+    "engineering_ops": ("Other", "Engineering operations"),
+    "other": ("Other", "Other"),
+}
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _is_charge(ln: Line) -> bool:
+    """A shared or fixed charge's share (booked by the second of its period), not metered usage."""
+    return ln.unit == "second" and ln.category not in ("gpu", "provider_tokens")
+
+
+def focus_row(ln: Line, data: RunData, *, billing_account_id: str, billing_account_name: str) -> dict[str, str]:
+    """The FOCUS columns of one allocation line (values as text, not yet neutralized)."""
+    info = data.info
+    day_start = datetime.combine(ln.day, time(0), tzinfo=timezone.utc)
+    start = max(day_start, info.start)
+    end = min(day_start + timedelta(days=1), info.end)
+    service_category, service_name = SERVICE.get(ln.category, ("Other", ln.category))
+    charge = _is_charge(ln)
+    if ln.category == "provider_tokens" and ln.provider:
+        provider = ln.provider
+        service_name = f"{ln.provider} API"
+    else:
+        provider = billing_account_name
+    if ln.pool:
+        resource, resource_type = ln.pool, "GPU pool"
+    elif ln.provider and ln.model:
+        resource, resource_type = f"{ln.provider}/{ln.model}", "Model endpoint"
+    else:
+        resource = resource_type = ""
+    sku = ln.category + (f":{ln.pool or ln.provider}" if (ln.pool or ln.provider) else "")
+    owner = ln.tenant if ln.kind == "tenant" else ""
+    what = {"tenant": f"tenant {ln.tenant}", "idle_slack": "idle slack", "idle_reserve": "idle reserve",
+            "unallocated": "unallocated"}[ln.kind]
+    where = f" on pool {ln.pool}" if ln.pool else f" via {ln.provider}" if ln.provider else ""
+    share = f" (share of {ln.shared_from})" if ln.shared_from else ""
+    of = "".join(f", {k} {v}" for k, v in (("product", ln.product), ("model", ln.model)) if v)
+    description = f"{ln.category} cost of {what}{share}{where}{of}, {ln.work} work"
+    tags = {k: v for k, v in (("tenant", ln.tenant), ("product", ln.product), ("model", ln.model), ("pool", ln.pool),
+                              ("provider", ln.provider), ("work", ln.work), ("kind", ln.kind)) if v}
+    amount = fmt(ln.amount)
+    period = period_label(info.start, info.end)
+    row = {c: "" for c in COLUMNS}
+    row.update({
+        "BilledCost": amount, "EffectiveCost": amount, "ListCost": amount, "ContractedCost": amount,
+        "BillingAccountId": billing_account_id, "BillingAccountName": billing_account_name,
+        "BillingCurrency": info.currency, "BillingPeriodStart": period["start"], "BillingPeriodEnd": period["end"],
+        "ChargePeriodStart": _iso(start), "ChargePeriodEnd": _iso(end), "ChargeCategory": "Usage",
+        "ChargeDescription": description, "ChargeFrequency": "Recurring" if charge else "Usage-Based",
+        "ConsumedQuantity": "" if charge else fmt(ln.quantity), "ConsumedUnit": "" if charge else ln.unit,
+        "InvoiceIssuerName": billing_account_name, "ProviderName": provider, "PublisherName": provider,
+        "PricingCategory": "Standard" if ln.category not in ("gpu",) and not charge else "Other",
+        "ResourceId": resource, "ResourceName": resource, "ResourceType": resource_type,
+        "ServiceCategory": service_category, "ServiceName": service_name,
+        "SkuId": sku, "SkuPriceId": f"{sku}@{info.run_id}",
+        "SubAccountId": owner or "", "SubAccountName": owner or "",
+        "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
+        "x_RunId": info.run_id, "x_Kind": ln.kind, "x_Tenant": ln.tenant or "", "x_Product": ln.product or "",
+        "x_Model": ln.model or "", "x_Pool": ln.pool or "", "x_Provider": ln.provider or "", "x_Category": ln.category,
+        "x_Work": ln.work, "x_SharedFrom": ln.shared_from or "", "x_Quantity": fmt(ln.quantity), "x_Unit": ln.unit,
+        "x_PriceBooks": " ".join(info.price_books),
+    })
+    for alias, name in VALIDATOR_ALIASES:
+        row[alias] = row[name]
+    return row
+
+
+def allocation_as_focus(data: RunData, *, billing_account_id: str = "inference-ledger",
+                        billing_account_name: str = "Inference platform") -> str:
+    """FOCUS 1.0 CSV of a run: every line a row, cost columns as decimals at the ledger precision,
+    timestamps in UTC ISO 8601 with ``Z``, every text value neutralized against formulas."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for ln in data.lines:
+        row = focus_row(ln, data, billing_account_id=billing_account_id, billing_account_name=billing_account_name)
+        w.writerow([row[c] if c in DECIMAL_COLUMNS or not row[c] else safe_text(row[c]) for c in COLUMNS])
+    return buf.getvalue()

@@ -1,0 +1,186 @@
+"""Workbook helpers shared by every export: typed cells, currency formats from babel, sheets with
+frozen headers and fitted widths, and the provenance sheet."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+
+from babel import Locale, UnknownLocaleError
+from babel.numbers import get_currency_precision, get_currency_symbol
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook import Workbook
+from openpyxl.worksheet.worksheet import Worksheet
+
+from .safe import safe_text
+
+DEFAULT_LOCALE = "en_US"
+QUANTITY_FORMAT = "#,##0.######"
+INTEGER_FORMAT = "#,##0"
+RATE_FORMAT = "0.000000######"
+DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
+DATE_FORMAT = "yyyy-mm-dd"
+_HEADER_FONT = Font(bold=True)
+_HEADER_FILL = PatternFill("solid", fgColor="DDE4EE")
+
+
+class LocaleError(ValueError):
+    """A locale babel does not know."""
+
+
+def check_locale(locale: str) -> Locale:
+    try:
+        return Locale.parse(locale)
+    except (UnknownLocaleError, ValueError, TypeError) as e:
+        raise LocaleError(f"locale {locale!r} is not known (write it like en_US, de_DE, fr_FR): {e}") from None
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"' if text else ""
+
+
+@lru_cache(maxsize=64)
+def currency_format(currency: str, locale: str = DEFAULT_LOCALE, *, extra_decimals: int = 0) -> str:
+    """An Excel number format for money in `currency` as `locale` writes it (babel's standard
+    currency pattern): the symbol placed and spaced as the locale does (``"$"#,##0.00`` for en_US,
+    ``#,##0.00" €"`` for de_DE), the currency's own decimals (JPY none), a negative section, and
+    up to `extra_decimals` more optional digits (for unit prices). Grouping and decimal separators
+    are written the Excel way (``,`` and ``.``): the spreadsheet shows them in the reader's locale."""
+    loc = check_locale(locale)
+    pattern = loc.currency_formats["standard"]
+    symbol = get_currency_symbol(currency, loc)
+    digits = get_currency_precision(currency)
+    number = "#,##0" + ("." + "0" * digits + "#" * extra_decimals if digits or extra_decimals else "")
+    if not digits and extra_decimals:
+        number = "#,##0." + "#" * extra_decimals
+
+    def affix(text: str) -> str:
+        return _quoted(text.replace("¤", symbol).replace('"', ""))
+
+    pos = affix(pattern.prefix[0]) + number + affix(pattern.suffix[0])
+    neg = affix(pattern.prefix[1]) + number + affix(pattern.suffix[1])
+    return f"{pos};{neg}"
+
+
+def naive_utc(at: datetime) -> datetime:
+    """Excel has no time zones: an aware instant as a naive UTC datetime (headers say UTC)."""
+    return at.astimezone(timezone.utc).replace(tzinfo=None) if at.tzinfo else at
+
+
+def put(ws: Worksheet, row: int, col: int, value: object, number_format: str | None = None):
+    """Write one cell: text is neutralized (never a formula), Decimal and int stay numbers,
+    datetimes become naive UTC. Formulas go through :func:`put_formula` only."""
+    if isinstance(value, str):
+        value = safe_text(value)
+    elif isinstance(value, datetime):
+        value = naive_utc(value)
+        number_format = number_format or DATETIME_FORMAT
+    elif isinstance(value, date):
+        number_format = number_format or DATE_FORMAT
+    elif isinstance(value, float):  # physical numbers (TPM, SLA) from the sizing engine, as written
+        value = Decimal(repr(value))
+    cell = ws.cell(row=row, column=col, value=value)
+    if isinstance(value, str):
+        cell.data_type = "s"
+    if number_format:
+        cell.number_format = number_format
+    return cell
+
+
+def put_formula(ws: Worksheet, row: int, col: int, formula: str, number_format: str | None = None):
+    """Write a formula the export built itself (never from data)."""
+    if not formula.startswith("="):
+        raise ValueError(f"not a formula: {formula!r}")
+    cell = ws.cell(row=row, column=col, value=formula)
+    if number_format:
+        cell.number_format = number_format
+    return cell
+
+
+def header(ws: Worksheet, names: Sequence[str], *, row: int = 1, freeze: str | None = "A2") -> None:
+    """Bold header row, frozen so it stays on screen."""
+    for i, name in enumerate(names, 1):
+        c = put(ws, row, i, name)
+        c.font = _HEADER_FONT
+        c.fill = _HEADER_FILL
+        c.alignment = Alignment(vertical="top", wrap_text=False)
+    if freeze:
+        ws.freeze_panes = freeze
+
+
+def fit_widths(ws: Worksheet, *, minimum: int = 8, maximum: int = 60) -> None:
+    """Column widths from the longest text or number in each column (formulas count as 14)."""
+    widths: dict[int, int] = {}
+    for row in ws.iter_rows():
+        for c in row:
+            if c.value is None:
+                continue
+            v = c.value
+            if isinstance(v, str) and v.startswith("="):
+                n = 14
+            elif isinstance(v, (int, Decimal)):
+                n = len(f"{v:,.2f}") + 2
+            elif isinstance(v, datetime):
+                n = 16
+            else:
+                n = max(len(line) for line in str(v).splitlines() or [""])
+            widths[c.column] = max(widths.get(c.column, 0), n)
+    for col, n in widths.items():
+        ws.column_dimensions[get_column_letter(col)].width = max(minimum, min(maximum, n + 2))
+
+
+def col(n: int) -> str:
+    return get_column_letter(n)
+
+
+def rng(sheet: str, column: int, first: int, last: int) -> str:
+    """An absolute range ``'Sheet'!$A$2:$A$9`` (last >= first, so an empty sheet still has a range)."""
+    c = col(column)
+    return f"'{sheet}'!${c}${first}:${c}${max(first, last)}"
+
+
+def write_provenance(wb: Workbook, items: Iterable[tuple[str, object]], *, title: str = "Provenance") -> Worksheet:
+    """A two-column sheet, `item` and `value`, saying where every number of the workbook came from.
+    Values that are sequences go one per row under their item."""
+    ws = wb.create_sheet(title)
+    header(ws, ("item", "value"))
+    r = 2
+    for key, value in items:
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not values:
+            values = ["(none)"]
+        for i, v in enumerate(values):
+            put(ws, r, 1, key if i == 0 else None)
+            put(ws, r, 2, v)
+            r += 1
+    fit_widths(ws, maximum=120)
+    return ws
+
+
+def recalculate(path: str | Path, outdir: str | Path, *, timeout: float = 180) -> Path:
+    """Open `path` in LibreOffice headless, recalculate every formula and save a copy in `outdir`
+    (an .xlsx with the computed values cached, readable with openpyxl ``data_only=True``).
+    Needs ``soffice`` (Debian: libreoffice-calc-nogui). A private profile under `outdir` keeps
+    parallel runs from sharing LibreOffice's user profile lock."""
+    import shutil
+    import subprocess
+
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        raise FileNotFoundError("LibreOffice (soffice) is not installed: apt-get install libreoffice-calc-nogui")
+    src, out = Path(path).resolve(), Path(outdir).resolve()
+    if src.parent == out:
+        raise ValueError("outdir must differ from the workbook's folder (the copy has the same name)")
+    out.mkdir(parents=True, exist_ok=True)
+    profile = out / ".lo-profile"
+    proc = subprocess.run([soffice, "--headless", "--norestore", "--nolockcheck",
+                           f"-env:UserInstallation={profile.as_uri()}", "--convert-to", "xlsx",
+                           "--outdir", str(out), str(src)], capture_output=True, text=True, timeout=timeout)
+    result = out / src.name
+    if proc.returncode != 0 or not result.is_file():
+        why = proc.stderr.strip() or proc.stdout.strip()
+        raise RuntimeError(f"LibreOffice could not recalculate {src.name}: {why}")
+    return result

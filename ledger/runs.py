@@ -1,0 +1,177 @@
+"""Allocation runs in the ledger DB: allocate a period and write an immutable run, read runs back.
+
+A run is written once, in one transaction, and never updated: a new allocation of the same period
+writes a new run, and the newest run of a period is its current run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlmodel import Session, select
+
+from . import __version__, config, facts, store
+from .allocate import Allocation, Line, Policy, Tasks, Usage, allocate
+from .models import AllocationLine, AllocationRun, utcnow
+from .pricebook import Book, PriceIndex
+
+
+class RunError(ValueError):
+    """A run that cannot be made or found, with a message a person can act on."""
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """``ledger.__version__``, plus ``+g<short sha>`` when the code runs from a git checkout."""
+    root = config.project_root()
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"{__version__}+g{sha}" if sha and (root / ".git").exists() else __version__
+
+
+def inputs_digest(*, batches: dict[str, list[str]], books: Sequence[Book], start: datetime, end: datetime,
+                  policy: Policy) -> str:
+    """SHA-256 over what a run depends on: the committed batch ids, the price books (ref and
+    content digest), the period and the policy. Same digest, same facts and rules."""
+    doc = {"batches": {k: sorted(v) for k, v in sorted(batches.items())},
+           "books": sorted(f"{b.ref}:{b.digest}" for b in books),
+           "period": [start.astimezone(timezone.utc).isoformat(), end.astimezone(timezone.utc).isoformat()],
+           "policy": policy.as_dict()}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Policy = Policy(),
+                    home: Path | None = None, progress: Callable[[str], None] | None = None
+                    ) -> tuple[AllocationRun, Allocation]:
+    """Allocate ``[start, end)`` over the ledger's committed facts and loaded price books, and write
+    the run. Raises :class:`~ledger.allocate.AllocationError` (nothing written) or RunError."""
+    books = store.books_from_store(s)
+    if not books:
+        raise RunError("no price books are loaded: run `ledger pricebook load`")
+    index = PriceIndex(books)
+    batches = facts.committed_batches(s)
+    con = facts.connect(batches, home)
+    try:
+        alloc = allocate(con, start=start, end=end, prices=index, policy=policy, progress=progress)
+    finally:
+        con.close()
+    digest = inputs_digest(batches=batches, books=index.books, start=start, end=end, policy=policy)
+    run = write_run(s, allocation=alloc, inputs_digest=digest, code_version=code_version())
+    return run, alloc
+
+
+def write_run(s: Session, *, allocation: Allocation, inputs_digest: str, code_version: str,
+              run_id: str | None = None) -> AllocationRun:
+    """Write the run and its lines (one bulk insert). Refuses when Σ lines != total."""
+    from .reports import summary  # the summary is the report's JSON contract
+
+    if allocation.lines_total != allocation.total:
+        raise RunError(f"conservation failed: lines sum to {allocation.lines_total}, the total is "
+                       f"{allocation.total}; the run is not written")
+    run_id = run_id or uuid.uuid4().hex
+    created = utcnow()
+    doc = summary(allocation, run_id=run_id, created_at=created, inputs_digest=inputs_digest,
+                  code_version=code_version)
+    run = AllocationRun(id=run_id, period_start=allocation.start, period_end=allocation.end, created_at=created,
+                        currency=allocation.currency, idle_policy=allocation.policy.idle,
+                        basis=allocation.policy.basis, inputs_digest=inputs_digest,
+                        price_books=json.dumps(list(allocation.price_books)), code_version=code_version[:40],
+                        total=allocation.total, summary=json.dumps(doc))
+    s.add(run)
+    s.flush()
+    rows = [{"run_id": run_id, "day": ln.day, "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
+             "model": ln.model, "pool": ln.pool, "provider": ln.provider, "category": ln.category, "work": ln.work,
+             "shared_from": ln.shared_from, "quantity": ln.quantity, "unit": ln.unit, "amount": ln.amount,
+             "currency": allocation.currency} for ln in allocation.lines]
+    for i in range(0, len(rows), 5000):
+        s.execute(sa.insert(AllocationLine), rows[i:i + 5000])
+    s.flush()
+    return run
+
+
+# ---- reading runs ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as read back: the `run` row, its `lines`, and the `summary` document (with usage and tasks)."""
+
+    run: AllocationRun
+    lines: tuple[Line, ...]
+    summary: dict
+
+    @property
+    def usage(self) -> tuple[Usage, ...]:
+        return tuple(Usage(**u) for u in self.summary.get("usage", []))
+
+    @property
+    def tasks(self) -> tuple[Tasks, ...]:
+        return tuple(Tasks(**{**t, "criteria": tuple(t["criteria"])}) for t in self.summary.get("tasks", []))
+
+
+def list_runs(s: Session, *, start: datetime | None = None, end: datetime | None = None) -> list[AllocationRun]:
+    """Runs, newest first; only those of the period ``[start, end)`` when given."""
+    q = select(AllocationRun)
+    if start is not None:
+        q = q.where(AllocationRun.period_start == start)
+    if end is not None:
+        q = q.where(AllocationRun.period_end == end)
+    return list(s.exec(q.order_by(AllocationRun.created_at.desc(), AllocationRun.id.desc())))
+
+
+def current_run(s: Session, *, start: datetime, end: datetime) -> AllocationRun | None:
+    """The newest run of exactly the period ``[start, end)``, or None."""
+    runs = list_runs(s, start=start, end=end)
+    return runs[0] if runs else None
+
+
+def get_run(s: Session, run_id: str) -> AllocationRun:
+    run = s.get(AllocationRun, run_id)
+    if run is None:
+        raise RunError(f"no allocation run {run_id!r}: see `ledger runs`")
+    return run
+
+
+def run_lines(s: Session, run_id: str) -> tuple[Line, ...]:
+    """The lines of a run in their stored order (amounts exact)."""
+    t = AllocationLine.__table__
+    rows = s.execute(sa.select(t.c.day, t.c.kind, t.c.tenant, t.c.product, t.c.model, t.c.pool, t.c.provider,
+                               t.c.category, t.c.work, t.c.shared_from, t.c.quantity, t.c.unit, t.c.amount)
+                     .where(t.c.run_id == run_id).order_by(t.c.id)).all()
+    return tuple(Line(*r) for r in rows)
+
+
+def load_run(s: Session, *, run_id: str | None = None, start: datetime | None = None,
+             end: datetime | None = None) -> StoredRun:
+    """A run with its lines: by id, or the current run of ``[start, end)``."""
+    if run_id:
+        run = get_run(s, run_id)
+    else:
+        if start is None or end is None:
+            raise RunError("name a run or a period")
+        run = current_run(s, start=start, end=end)
+        if run is None:
+            raise RunError(f"no allocation run for {start.isoformat()} to {end.isoformat()}: run `ledger allocate`")
+    return StoredRun(run, run_lines(s, run.id), json.loads(run.summary))
+
+
+def close(s: Session, *, period: str) -> tuple[bool, AllocationRun | None]:
+    """Close a month (ingest into it is refused from now on); returns (newly closed, its current run)."""
+    start, end = store.month_bounds(period)
+    newly = store.close_period(s, name=period)
+    return newly, current_run(s, start=start, end=end)
+
+
+def load_summary(run: AllocationRun) -> dict:
+    """The run's summary document (the ``allocate --json`` contract plus provenance, usage, tasks)."""
+    return json.loads(run.summary)

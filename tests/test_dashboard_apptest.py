@@ -1,0 +1,453 @@
+"""The dashboard pages under Streamlit's AppTest, on the demo month (October 2026) built once per module.
+
+Every page is opened, widgets are found by their `key=`, and the numbers shown are checked against
+the CLI's ``--json`` for the same run, plan or date: a number shown with d decimals must be the CLI's
+exact decimal rounded half-even to d decimals (``$54,486.23`` for ``54486.225218``). An empty ledger
+must show how to load data or run the demo on every page, never a traceback, and stay empty.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+
+import pytest
+from babel.numbers import parse_decimal
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "dashboards" / "app.py"
+PLAN = ROOT / "examples" / "plan.toml"
+PERIOD = "2026-10"
+PAGES = ("pages/unit_economics.py", "pages/tenants.py", "pages/sizing_budget.py", "pages/price_books.py",
+         "pages/forecast_actual.py")
+
+
+# ---- fixtures and helpers -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory) -> Path:
+    """The demo month, built once for this module by the demo's Python API (`ledger demo`)."""
+    from ledger import store
+    from ledger.demo import run_demo
+
+    home = tmp_path_factory.mktemp("dashboard-demo") / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LEDGER_HOME", str(home))
+        mp.delenv("LEDGER_DATABASE_URL", raising=False)
+        run_demo()
+        store.dispose_engines()
+    return home
+
+
+@pytest.fixture
+def demo(demo_home, monkeypatch) -> Path:
+    """Point the dashboard (and the CLI) at the demo home for one test."""
+    from ledger import store
+
+    monkeypatch.setenv("LEDGER_HOME", str(demo_home))
+    monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)
+    monkeypatch.delenv("LEDGER_DASHBOARD_LOCALE", raising=False)
+    yield demo_home
+    store.dispose_engines()
+
+
+def cli(home: Path, *args: str) -> dict | list:
+    """Run ``ledger ARGS --json`` on `home` and return the parsed JSON."""
+    from ledger.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--json"], env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def page(name: str | None = None, *, timeout: float = 120) -> AppTest:
+    """The app opened (and switched to page `name`), run once, with no exception box."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    at.run()
+    if name:
+        at.switch_page(name)
+        at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def metrics(at: AppTest, key: str) -> dict[str, str]:
+    """Label -> value of the metric tiles in the container keyed `key`."""
+    return {m.label: m.value for m in at.get_by_key(key).metric}
+
+
+def table(at: AppTest, key: str):
+    """The DataFrame shown in the container keyed `key`."""
+    return at.get_by_key(key).dataframe[0].value
+
+
+def shown(text: str) -> Decimal:
+    """A number as displayed in en_US (``$1,234.56``, ``2.7%``, ``30,098``; currency symbols and
+    marks dropped), exactly as shown: a percentage becomes its ratio with the decimals shown
+    (2.7% -> 0.027)."""
+    pct = text.endswith("%")
+    core = "".join(ch for ch in text if ch.isdigit() or ch in ",.-")
+    d = parse_decimal(core, locale="en_US", strict=True)
+    return d.scaleb(-2) if pct else d
+
+
+def assert_shows(text: str, exact: str | Decimal | int) -> None:
+    """`text` is the exact decimal `exact` rounded half-even to the decimals `text` shows."""
+    value = shown(text)
+    want = Decimal(exact).quantize(Decimal(1).scaleb(value.as_tuple().exponent), rounding=ROUND_HALF_EVEN)
+    assert value == want, f"shows {text!r}, the CLI says {exact} (rounded: {want})"
+
+
+# ---- an empty ledger ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("initialized", [False, True], ids=["no-ledger", "initialized-no-runs"])
+def test_an_empty_ledger_shows_guidance_on_every_page_and_stays_empty(tmp_path, monkeypatch, initialized):
+    from ledger import store
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEDGER_HOME", str(home))
+    monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)
+    if initialized:
+        store.init_store()
+        store.dispose_engines()
+    before = sorted(p.name for p in home.rglob("*")) if home.exists() else None
+    for name in PAGES:
+        at = page(name)
+        if name in ("pages/unit_economics.py", "pages/tenants.py", "pages/forecast_actual.py"):
+            guide = at.info[0].value
+            assert "ledger demo" in guide and "ledger allocate --period" in guide
+            assert ("no ledger in" in guide) != initialized
+        assert not at.error, [e.value for e in at.error]
+    # The pages that need no run still work: prices from the shipped books, sizing, budgets.
+    at = page("pages/price_books.py")
+    assert shown(metrics(at, "pb_tiles")["Prices in force"]) > 0
+    at = page("pages/sizing_budget.py")
+    assert at.get_by_key("sz_tiles").metric and at.get_by_key("bg_tiles").metric
+    store.dispose_engines()
+    after = sorted(p.name for p in home.rglob("*")) if home.exists() else None
+    assert after == before, "the dashboard wrote into the ledger home"
+
+
+# ---- unit economics -----------------------------------------------------------------------------
+
+def test_unit_economics_tiles_are_the_cli_numbers(demo):
+    rep = cli(demo, "report", "unit-economics", "--period", PERIOD)
+    at = page("pages/unit_economics.py")
+    tiles = metrics(at, "ue_tiles")
+    total = Decimal(rep["run_total"])
+    # en_US, USD: the run total at the currency's two decimals, grouped
+    assert tiles["Total cost"] == f"${total.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+    assert_shows(tiles["Total cost"], total)
+    successes = sum(r["tasks"]["success"] for r in rep["rows"])
+    # all-in cost per successful task: the run total over every successful task of the period
+    assert_shows(tiles["Cost per successful task"], (total / successes).quantize(Decimal("0.000001")))
+    failed = sum(Decimal(r["failed_work"]) for r in rep["rows"])
+    assert_shows(tiles["Failed-work share"], (failed / total).quantize(Decimal("0.0001")))
+    un = rep["unattributed"]
+    assert_shows(tiles["Idle reserve share"], (Decimal(un["idle_reserve"]) / total).quantize(Decimal("0.0001")))
+    assert_shows(tiles["Idle slack share"], (Decimal(un["idle_slack"]) / total).quantize(Decimal("0.0001")))
+    assert_shows(tiles["Unallocated"], un["unallocated"])
+    kinds = table(at, "ue_kinds").set_index("kind")["amount"]
+    for kind in ("idle slack", "idle reserve", "unallocated"):
+        assert_shows(kinds[kind], un[kind.replace(" ", "_")])
+
+
+@pytest.mark.parametrize("by", ["tenant", "product"])
+def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
+    rep = cli(demo, "report", "unit-economics", "--period", PERIOD, "--by", by)
+    at = page("pages/unit_economics.py")
+    frame = table(at, f"ue_by_{by}")
+    assert len(frame) == len(rep["rows"])
+    for row, want in zip(frame.to_dict("records"), rep["rows"]):
+        assert row[by] == (want[by] or f"(no {by}: shared charges)")
+        assert_shows(row["cost"], want["cost"])
+        assert_shows(row["successful tasks"], want["tasks"]["success"])
+        assert_shows(row["failed tasks"], want["tasks"]["failure"])
+        if want["cost_per_successful_task"] is None:
+            assert row["cost per successful task"].startswith("undefined: ")
+            assert row["cost per successful task"].endswith(want["reasons"]["cost_per_successful_task"])
+        else:
+            assert_shows(row["cost per successful task"], want["cost_per_successful_task"])
+        if want["success_rate"] is not None:
+            assert_shows(row["success rate"], want["success_rate"])
+
+
+def test_period_and_run_selectors_and_provenance_name_the_run(demo):
+    runs = cli(demo, "runs")
+    rep = cli(demo, "report", "unit-economics", "--period", PERIOD)
+    at = page("pages/unit_economics.py")
+    assert at.selectbox(key="ue_period").value == PERIOD
+    assert at.selectbox(key="ue_run").value == runs[0]["run_id"] == rep["run_id"]
+    prov = dict(table(at, "ue_provenance").values.tolist())
+    assert prov["run"] == rep["run_id"]
+    assert prov["reporting currency"] == rep["currency"] == "USD"
+    assert prov["price book versions"] == ", ".join(rep["price_books"])
+    assert prov["success criteria"] == ", ".join(rep["success_criteria"])
+    assert prov["period (UTC, end exclusive)"] == f"{rep['period']['start']} to {rep['period']['end']}"
+    keys = {b.key for b in at.get_by_key("ue_downloads").download_button}
+    assert keys == {"ue_xlsx", "ue_csv", "ue_report_csv"}
+
+
+def test_downloads_are_the_cli_exports(demo, tmp_path):
+    """The download buttons serve dashboard_data's exports: the same bytes as `ledger export`."""
+    from openpyxl import load_workbook
+
+    from ledger import dashboard_data as dd
+    from ledger.cli import app
+
+    run_id = cli(demo, "runs")[0]["run_id"]
+    out = tmp_path / "lines.csv"
+    result = CliRunner().invoke(app, ["export", "--run", run_id, "--csv", str(out)],
+                                env={"LEDGER_HOME": str(demo), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    with dd.reading() as s:
+        data = dd.load_run_data(s, run_id=run_id)
+    assert dd.allocation_lines_csv(data) == out.read_text(encoding="utf-8")
+    wb = load_workbook(io.BytesIO(dd.allocation_workbook(data, locale="de_DE")))
+    assert {"Lines", "By tenant", "By category", "Provenance"} <= set(wb.sheetnames)
+    prov = {r[0]: r[1] for r in wb["Provenance"].iter_rows(min_row=2, values_only=True) if r[0]}
+    assert prov["run"] == run_id and prov["locale"] == "de_DE"
+
+
+def test_the_locale_chosen_in_the_sidebar_formats_money(demo):
+    rep = cli(demo, "report", "unit-economics", "--period", PERIOD)
+    at = page("pages/unit_economics.py")
+    at.selectbox(key="locale").set_value("de_DE").run()
+    assert not at.exception
+    total = Decimal(rep["run_total"]).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    whole, cents = f"{total:,.2f}".split(".")
+    assert metrics(at, "ue_tiles")["Total cost"] == f"{whole.replace(',', '.')},{cents}\xa0$"
+
+
+# ---- tenants ------------------------------------------------------------------------------------
+
+def test_tenants_side_by_side_are_the_cli_numbers(demo):
+    at = page("pages/tenants.py")
+    picked = at.multiselect(key="tn_pick").value
+    assert len(picked) == 3
+    rep = cli(demo, "report", "tenants", "--period", PERIOD, "--tenants", ",".join(picked))
+    rows = {r["tenant"]: r for r in rep["rows"]}
+    frame = table(at, "tn_table").set_index("metric")
+    for tenant in picked:
+        want = rows[tenant]
+        card = metrics(at, f"tn_card_{tenant}")
+        assert_shows(card["Cost"], want["cost"])
+        assert_shows(card["Cost per successful task"], want["cost_per_successful_task"])
+        assert_shows(card["$/1M active tokens"], want["cost_per_1m_active_tokens"])
+        assert_shows(card["Share of GPU"], want["share_of_gpu"])
+        tasks = want["tasks"]
+        failure_rate = (Decimal(tasks["failure"]) / (tasks["success"] + tasks["failure"])).quantize(Decimal("0.0001"))
+        assert_shows(card["Task failure rate"], failure_rate)
+        assert_shows(frame.loc["active tokens", tenant], want["active_tokens"])
+        assert_shows(frame.loc["requests", tenant], want["requests"])
+        assert_shows(frame.loc["success rate", tenant], want["success_rate"])
+    # the biggest tenants by cost come first
+    costs = sorted(rep["rows"], key=lambda r: -Decimal(r["cost"]))
+    all_rows = cli(demo, "report", "tenants", "--period", PERIOD)["rows"]
+    assert picked == [r["tenant"] for r in sorted(all_rows, key=lambda r: -Decimal(r["cost"]))][:3]
+    assert [r["tenant"] for r in costs] == picked
+
+
+def test_tenants_needs_two_and_compares_any_two(demo):
+    at = page("pages/tenants.py")
+    at.multiselect(key="tn_pick").set_value(["acme"]).run()
+    assert not at.exception and "two or more" in at.info[0].value
+    at.multiselect(key="tn_pick").set_value(["umbrella", "acme"]).run()
+    assert not at.exception
+    rep = cli(demo, "report", "tenants", "--period", PERIOD, "--tenants", "umbrella,acme")
+    assert list(table(at, "tn_table").columns) == ["metric", "umbrella", "acme"]
+    for r in rep["rows"]:
+        assert_shows(metrics(at, f"tn_card_{r['tenant']}")["Cost"], r["cost"])
+
+
+# ---- sizing and budget --------------------------------------------------------------------------
+
+def _curve_csv(curve, path: Path) -> Path:
+    """A plan pool's curve as a curve CSV the CLI reads (same points, same workload shape)."""
+    c = curve.context
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["concurrency", "tok_s_user", "output_tok_s", "ttft_ms", "isl", "osl", "gpus_per_replica"])
+        for p in curve.points:
+            w.writerow([repr(p.concurrency), repr(p.tok_s_user), "" if p.output_tok_s is None else repr(p.output_tok_s),
+                        "" if p.ttft_ms is None else repr(p.ttft_ms), c.isl or "", c.osl or "",
+                        c.gpus_per_replica or ""])
+    return path
+
+
+def test_sizing_of_a_plan_pool_is_the_cli_sizing(demo, tmp_path):
+    from ledger.budget import load_plan
+
+    at = page("pages/sizing_budget.py")
+    assert at.radio(key="sz_source").value == "a plan's pool"
+    pool = next(p for p in load_plan(PLAN).pools if p.name == at.selectbox(key="sz_pool").value)
+    state = {k: at.session_state[k] for k in ("sz_tpm", "sz_slas", "sz_gpr", "sz_util", "sz_failure", "sz_canary",
+                                              "sz_warm", "sz_device", "sz_region", "sz_option")}
+    assert state["sz_tpm"] == float(pool.tpm) and state["sz_device"] == pool.device
+    day = at.date_input(key="sz_at").value
+    doc = cli(demo, "size", "--curve", str(_curve_csv(pool.curve, tmp_path / "curve.csv")),
+              "--tpm", f"{state['sz_tpm']}", "--sla", state["sz_slas"], "--gpus-per-replica", str(state["sz_gpr"]),
+              "--util", f"{state['sz_util']}", "--failure-reserve", str(state["sz_failure"]),
+              "--canary", str(state["sz_canary"]), "--warm", str(state["sz_warm"]), "--device", state["sz_device"],
+              "--region", state["sz_region"], "--purchase-option", state["sz_option"], "--at", day.isoformat())
+    assert doc["status"] in at.get_by_key("sz_status").markdown[0].value
+    frame = table(at, "sz_table")
+    assert len(frame) == len(doc["rows"])
+    for row, want in zip(frame.to_dict("records"), doc["rows"]):
+        assert_shows(row["SLA tok/s/user"], Decimal(repr(want["sla_tok_s_user"])))
+        assert_shows(row["GPUs"], want["gpus"])
+        assert_shows(row["USD/month"], want["monthly_cost"])
+    at_sla = next(r for r in doc["rows"] if r["sla_tok_s_user"] == pool.sla)
+    tiles = metrics(at, "sz_tiles")
+    assert_shows(tiles[f"GPUs at {pool.sla:g} tok/s/user"], at_sla["gpus"])
+    assert_shows(tiles[f"USD/month at {pool.sla:g} tok/s/user"], at_sla["monthly_cost"])
+
+
+def test_sizing_from_anchors_verdict_then_draft(demo):
+    anchors = "1:215.5,10:122.2,256:41.8"
+    at = page("pages/sizing_budget.py")
+    at.radio(key="sz_source").set_value("anchors").run()
+    at.text_input(key="sz_anchors").set_value(anchors).run()
+    at.text_input(key="sz_slas").set_value("40,100,150").run()
+    at.number_input(key="sz_tpm").set_value(1_000_000.0).run()
+    at.number_input(key="sz_gpr").set_value(2).run()
+    at.selectbox(key="sz_device").set_value("(not priced)").run()
+    assert not at.exception and not at.error
+    for interpolate in (False, True):
+        at.checkbox(key="sz_interpolate").set_value(interpolate).run()
+        args = ["size", "--anchors", anchors, "--tpm", "1000000", "--sla", "40,100,150", "--gpus-per-replica", "2",
+                "--util", f"{at.session_state['sz_util']}", "--failure-reserve", str(at.session_state["sz_failure"]),
+                "--canary", str(at.session_state["sz_canary"]), "--warm", str(at.session_state["sz_warm"])]
+        doc = cli(demo, *args, *(["--interpolate"] if interpolate else []))
+        assert doc["status"] == ("DRAFT" if interpolate else "VERDICT")
+        assert doc["status"] in at.get_by_key("sz_status").markdown[0].value
+        frame = table(at, "sz_table")
+        assert [int(shown(g)) for g in frame["GPUs"]] == [r["gpus"] for r in doc["rows"]]
+        assert list(frame["USD/month"]) == ["not priced"] * 3
+
+
+def test_sizing_from_an_uploaded_load_test_file(demo, shared_data):
+    path = shared_data / "loadtest" / "sglang_bench_serving_llama33_70b_h200_online.jsonl"
+    at = page("pages/sizing_budget.py")
+    at.radio(key="sz_source").set_value("upload result files").run()
+    at.file_uploader(key="sz_upload").set_value((path.name, path.read_bytes(), "application/json")).run()
+    at.text_input(key="sz_slas").set_value("20,50").run()
+    at.number_input(key="sz_gpr").set_value(4).run()
+    at.selectbox(key="sz_device").set_value("(not priced)").run()
+    at.checkbox(key="sz_repair").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    doc = cli(demo, "size", "--curve", str(path), "--repair", "--tpm", f"{at.session_state['sz_tpm']}",
+              "--sla", "20,50", "--gpus-per-replica", "4", "--util", f"{at.session_state['sz_util']}",
+              "--failure-reserve", str(at.session_state["sz_failure"]), "--canary", str(at.session_state["sz_canary"]),
+              "--warm", str(at.session_state["sz_warm"]))
+    assert [int(shown(g)) for g in table(at, "sz_table")["GPUs"]] == [r["gpus"] for r in doc["rows"]]
+
+
+def test_sizing_refusals_are_messages_not_tracebacks(demo):
+    at = page("pages/sizing_budget.py")
+    at.radio(key="sz_source").set_value("anchors").run()
+    at.text_input(key="sz_anchors").set_value("1:200,10:120").run()
+    at.text_input(key="sz_slas").set_value("500").run()  # above the best measured point
+    assert not at.exception
+    assert any("500" in e.value for e in at.error)
+    at.text_input(key="sz_slas").set_value("fast").run()
+    assert not at.exception and any("'fast' is not a number" in e.value for e in at.error)
+    at.text_input(key="sz_anchors").set_value("not a curve").run()
+    assert not at.exception and at.error
+
+
+def test_budget_of_the_example_plan_is_the_cli_budget(demo):
+    doc = cli(demo, "budget", str(PLAN))
+    at = page("pages/sizing_budget.py")
+    tiles = metrics(at, "bg_tiles")
+    n = len(doc["months"])
+    for name, total in doc["totals"].items():
+        assert_shows(tiles[f"{name}: total over {n} months"], total["total"])
+    months = table(at, "bg_months").set_index("month")
+    for s in doc["summary"]:
+        assert_shows(months.loc[s["month"], s["scenario"]], s["total"])
+    detail = table(at, "bg_detail").set_index("month")
+    for s in doc["summary"]:
+        if s["scenario"] == "base":
+            for cat, v in s["by_category"].items():
+                if cat in detail.columns:
+                    assert_shows(detail.loc[s["month"], cat], v)
+    assert {b.key for b in at.get_by_key("bg_downloads").download_button} == {"bg_xlsx", "bg_csv"}
+    at.multiselect(key="bg_scenarios").set_value(["base"]).run()
+    assert list(metrics(at, "bg_tiles")) == [f"base: total over {n} months"]
+
+
+# ---- price books --------------------------------------------------------------------------------
+
+def test_price_books_in_force_history_and_check_are_the_cli(demo):
+    from ledger.cli import app
+
+    at = page("pages/price_books.py")
+    at.date_input(key="pb_at").set_value(date(2026, 10, 15)).run()
+    assert not at.exception
+    doc = cli(demo, "pricebook", "show", "--at", "2026-10-15")
+    assert_shows(metrics(at, "pb_tiles")["Prices in force"], len(doc["prices"]))
+    frame = table(at, "pb_in_force")
+    assert len(frame) == len(doc["prices"])
+    for row, want in zip(frame.to_dict("records"), doc["prices"]):
+        assert (row["meter"], row["sku"], row["region"], row["purchase option"]) == \
+            (want["meter"], want["sku"], want["region"], want["purchase_option"])
+        assert shown(row["price"]) == Decimal(want["price"])  # prices keep every decimal
+        assert row["book"] == f"{want['book']}@{want['version']}"
+    at.selectbox(key="pb_meter").set_value("gpu_time").run()
+    gpu = cli(demo, "pricebook", "show", "--at", "2026-10-15", "--meter", "gpu_time")
+    assert len(table(at, "pb_in_force")) == len(gpu["prices"])
+    key = ("gpu_time", "H100-SXM-80GB", "us-east-1", "on_demand")
+    at.selectbox(key="pb_key").set_value(key).run()
+    history = table(at, "pb_history")
+    assert list(history["from"]) == sorted(history["from"]) and len(history) >= 2
+    for day in ("2025-01-01", "2026-10-15"):  # each dated price is the one `show --at` finds
+        want = cli(demo, "pricebook", "show", "--at", day, "--meter", "gpu_time", "--sku", key[1], "--region", key[2])
+        price = next(p for p in want["prices"] if p["purchase_option"] == key[3])
+        assert Decimal(price["price"]) in {shown(p) for p in history["price"]}
+    check = CliRunner().invoke(app, ["pricebook", "check"])
+    assert check.exit_code == 0
+    assert at.get_by_key("pb_check").success[0].value == check.stdout.strip()
+
+
+# ---- forecast vs actual -------------------------------------------------------------------------
+
+def test_forecast_vs_actual_is_the_cli_comparison(demo):
+    doc = cli(demo, "budget", "compare", str(PLAN), "--period", PERIOD)
+    at = page("pages/forecast_actual.py")
+    assert at.selectbox(key="fa_scenario").value == "base" and at.selectbox(key="fa_period").value == PERIOD
+    tiles = metrics(at, "fa_tiles")
+    assert_shows(tiles["Forecast"], doc["total"]["forecast"])
+    assert_shows(tiles["Actual"], doc["total"]["actual"])
+    assert_shows(tiles["Error (actual − forecast)"], doc["total"]["error"])
+    assert_shows(tiles["Error relative to forecast"], doc["total"]["relative_error"])
+    frame = table(at, "fa_categories")
+    for row, want in zip(frame.to_dict("records"), doc["categories"]):
+        assert row["category"] == want["key"].replace("_", " ")
+        assert_shows(row["forecast"], want["forecast"])
+        assert_shows(row["actual"], want["actual"])
+        if want["relative_error"] is None:
+            assert row["error %"].startswith("undefined")
+        else:
+            assert_shows(row["error %"], want["relative_error"])
+    pools = table(at, "fa_pools")
+    assert [r["pool"] for r in pools.to_dict("records")] == [p["key"].replace("_", " ") for p in doc["pools"]]
+
+
+# ---- the command ----------------------------------------------------------------------------------
+
+def test_dashboard_command_line(monkeypatch):
+    from ledger import dashboard_cli
+    from ledger.cli import app
+
+    cmd = dashboard_cli.streamlit_command(host="127.0.0.1", port=8599)
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and Path(cmd[4]) == APP
+    assert cmd[5:] == ["--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", "8599",
+                       "--browser.gatherUsageStats", "false"]
+    result = CliRunner().invoke(app, ["dashboard", "--locale", "xx_NOPE"])
+    assert result.exit_code == 1 and "xx_NOPE" in result.output

@@ -1,0 +1,215 @@
+"""Allocation exports on a small ledger built here: the workbook's formulas (recalculated by
+LibreOffice) give the run's totals, the CSV carries every line, and a tenant named like a formula
+arrives in every export (workbooks, CSV, FOCUS, the budget workbook) as inert text."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import textwrap
+from decimal import Decimal as D
+
+import openpyxl
+import pytest
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from ledger.export import safe_text
+from ledger.export.xlsx import recalculate
+
+runner = CliRunner()
+EVIL = '=HYPERLINK("http://x","y")'
+INERT = "'" + EVIL
+
+BOOK = """
+[book]
+name = "test-book"
+version = "2026-10-01"
+currency = "USD"
+source = "test"
+retrieved_at = 2026-10-01
+
+[[price]]
+meter = "gpu_time"
+sku = "H100"
+region = "us-east-1"
+purchase_option = "on_demand"
+price = "3.60"
+per = "gpu * hour"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/h100"
+
+[[price]]
+meter = "input_tokens"
+sku = "gpt-5"
+price = "1.25"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/gpt-5"
+
+[[price]]
+meter = "cached_input_tokens"
+sku = "gpt-5"
+price = "0.125"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/gpt-5"
+
+[[price]]
+meter = "output_tokens"
+sku = "gpt-5"
+price = "10"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/gpt-5"
+"""
+
+# Hour 10: 2 GPUs x $3.60 = 7.20, K = 2 x 3,600 s x 1 = 7,200 tokens, W = 1,800 + 3,600 = 5,400:
+#   r = 7.20 / 7,200 = $0.001 a token: the formula tenant 1.80, b 3.60, idle slack 1.80.
+# Hour 11: no requests: idle slack 7.20.
+# Provider (the formula tenant): 60,000 x 1.25/1M + 40,000 x 0.125/1M + 2,000 x 10/1M = 0.10
+# Charge c1: 310.00 even over both tenants: 155.00 each.
+# Total 7.20 + 7.20 + 0.10 + 310.00 = 324.50; formula tenant 156.90; b 158.60; idle slack 9.00.
+FILES = {
+    "fleet": """
+        interval_id,pool,start,end,device,gpus,region,purchase_option,role,capacity_tokens_per_gpu_s
+        s1,p1,2026-10-01T10:00:00Z,2026-10-01T12:00:00Z,H100,2,us-east-1,on_demand,serving,1
+    """,
+    "requests": """
+        request_id,occurred_at,tenant,product,model,pool,provider,task_id,input_tokens,cached_input_tokens,output_tokens,status
+        q1,2026-10-01T10:05:00Z,"=HYPERLINK(""http://x"",""y"")",chat,llama,p1,,t1,1000,0,800,ok
+        q2,2026-10-01T10:30:00Z,b,search,llama,p1,,t2,3000,0,600,ok
+        q3,2026-10-01T12:00:00Z,"=HYPERLINK(""http://x"",""y"")",chat,gpt-5,,openai,t1,100000,40000,2000,ok
+    """,
+    "charges": """
+        charge_id,period_start,period_end,category,description,amount,currency,allocate
+        c1,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,observability,Grafana,310.00,USD,even
+    """,
+}
+
+
+def cli(*args: str) -> str:
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == 0, (args, r.output)
+    return r.stdout
+
+
+@pytest.fixture
+def ledger(ledger_home, tmp_path):
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "test.toml").write_text(BOOK, encoding="utf-8")
+    cli("pricebook", "load", str(tmp_path / "books"))
+    for kind in ("fleet", "requests", "charges"):
+        path = tmp_path / f"{kind}.csv"
+        path.write_text(textwrap.dedent(FILES[kind]).strip() + "\n", encoding="utf-8")
+        cli("ingest", kind, str(path), "--register-new")
+    doc = json.loads(cli("allocate", "--period", "2026-10", "--json"))
+    assert doc["total"] == "324.500000"
+    return doc
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"), ("\t=1", "'\t=1"),
+    ("\r=1", "'\r=1"), ("acme", "acme"), ("a=b", "a=b"), ("", ""), (None, None), (" =1", " =1"),
+])
+def test_safe_text(text, expected):
+    assert safe_text(text) == expected
+
+
+@pytest.mark.store
+def test_workbook_totals_are_formulas_that_give_the_run_totals(ledger, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    cli("export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx"))
+    wb = openpyxl.load_workbook(out / "run.xlsx")
+    assert wb.sheetnames == ["Lines", "By tenant", "By category", "Provenance"]
+    assert wb["By tenant"]["C2"].value.startswith("=SUMPRODUCT(")
+    assert all(wb[s].freeze_panes for s in wb.sheetnames)
+    prov = {r[0]: r[1] for r in wb["Provenance"].iter_rows(min_row=2, values_only=True) if r[0]}
+    assert prov["run"] == ledger["run_id"] and prov["price book versions"] == "test-book@2026-10-01"
+    assert prov["idle policy"] == "separate" and prov["reporting currency"] == "USD"
+
+    wb = openpyxl.load_workbook(recalculate(out / "run.xlsx", tmp_path / "recalc"), data_only=True)
+    by_cat = {r[0]: r[1] for r in wb["By category"].iter_rows(min_row=2, values_only=True)}
+    assert by_cat["gpu"] == pytest.approx(14.40) and by_cat["provider_tokens"] == pytest.approx(0.10)
+    assert by_cat["observability"] == pytest.approx(310.00)
+    assert by_cat["total (formulas over the lines)"] == pytest.approx(324.50, abs=1e-9)
+    assert by_cat["difference (must be 0)"] == pytest.approx(0, abs=1e-9)
+    bt = wb["By tenant"]
+    head = [c.value for c in bt[1]]
+    rows = {(r[0], r[1]): r for r in bt.iter_rows(min_row=2, values_only=True)}
+    total = head.index("total")
+    assert rows[("tenant", INERT)][total] == pytest.approx(156.90)  # 1.80 + 0.10 + 155.00
+    assert rows[("tenant", "b")][total] == pytest.approx(158.60)    # 3.60 + 155.00
+    assert rows[("idle_slack", None)][total] == pytest.approx(9.00)
+    assert rows[("total", None)][total] == pytest.approx(324.50)
+
+
+@pytest.mark.store
+def test_lines_csv(ledger, tmp_path):
+    cli("export", "--period", "2026-10", "--csv", str(tmp_path / "lines.csv"))
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "lines.csv").read_text(encoding="utf-8"))))
+    assert len(rows) == ledger["lines"]
+    assert sum(D(r["amount"]) for r in rows) == D("324.500000")
+    assert {r["run_id"] for r in rows} == {ledger["run_id"]}
+    assert {r["price_books"] for r in rows} == {"test-book@2026-10-01"}
+
+
+@pytest.mark.store
+def test_a_formula_tenant_is_inert_text_in_every_export(ledger, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    cli("export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx"), "--csv", str(out / "lines.csv"),
+        "--focus", str(out / "focus.csv"))
+
+    for name in ("lines.csv", "focus.csv"):
+        text = (out / name).read_text(encoding="utf-8")
+        fields = [f for row in csv.reader(io.StringIO(text)) for f in row]
+        assert INERT in fields, name
+        assert not any(f.startswith(("=", "+", "@", "\t", "\r")) for f in fields), name
+        # "-" starts only numbers (a negative amount would be one); never text
+        assert all(D(f) < 0 for f in fields if f.startswith("-")), name
+    focus = list(csv.DictReader(io.StringIO((out / "focus.csv").read_text(encoding="utf-8"))))
+    mine = [r for r in focus if r["x_Tenant"] == INERT]
+    assert mine and all(r["SubAccountId"] == r["SubAccountName"] == INERT for r in mine)
+    assert all(json.loads(r["Tags"])["tenant"] == EVIL for r in mine)  # inside JSON it is data, not a cell
+
+    wb = openpyxl.load_workbook(out / "run.xlsx")
+    cells = [c for ws in wb for row in ws.iter_rows() for c in row if c.value is not None]
+    assert any(c.value == INERT and c.data_type == "s" for c in cells)
+    assert not any("HYPERLINK" in str(c.value) and c.data_type == "f" for c in cells)
+    # LibreOffice opens it and keeps the text as text (a formula would have become "y")
+    wb = openpyxl.load_workbook(recalculate(out / "run.xlsx", tmp_path / "recalc"), data_only=True)
+    values = [c.value for ws in wb for row in ws.iter_rows() for c in row]
+    assert INERT in values and "y" not in values
+
+
+def test_a_formula_name_is_inert_in_the_budget_workbook_and_csv(tmp_path):
+    from test_budget import BOOK as FIXTURE_BOOK, PLAN
+
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "fixture.toml").write_text(textwrap.dedent(FIXTURE_BOOK))
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace('name = "on-call"', "name = '" + EVIL + "'")
+                    .replace('provider = "prov"', 'provider = "@SUM(1+1)"'))
+    xlsx = tmp_path / "out" / "budget.xlsx"
+    xlsx.parent.mkdir()
+    cli("budget", str(plan), "--pricebooks", str(tmp_path / "books"), "--xlsx", str(xlsx))
+    wb = openpyxl.load_workbook(xlsx)
+    charges = [r[2] for r in wb["Charges"].iter_rows(min_row=2, values_only=True)]
+    assert INERT in charges
+    items = {r[5] for r in wb["Variable"].iter_rows(min_row=2, values_only=True)}
+    assert "'@SUM(1+1)/m1" in items
+    cells = [c for ws in wb for row in ws.iter_rows() for c in row if c.data_type == "f"]
+    assert cells and not any("HYPERLINK" in c.value or "@SUM" in c.value for c in cells)
+    values = [c.value for ws in openpyxl.load_workbook(recalculate(xlsx, tmp_path / "recalc"), data_only=True)
+              for row in ws.iter_rows() for c in row]
+    assert INERT in values and "y" not in values
+
+
+@pytest.mark.store
+def test_export_needs_a_run_and_a_target(ledger_home, tmp_path):
+    r = runner.invoke(app, ["export", "--period", "2026-10", "--csv", str(tmp_path / "x.csv")])
+    assert r.exit_code == 1 and "no allocation run" in r.stderr
+    r = runner.invoke(app, ["export", "--period", "2026-10"])
+    assert r.exit_code == 1 and r.stderr.strip() == "give at least one of --xlsx FILE, --csv FILE, --focus FILE"
