@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 from ledger import store
 from ledger.cli import app
 
+pytestmark = pytest.mark.store  # the runs live in the ledger DB: run on SQLite and PostgreSQL
+
 runner = CliRunner()
 
 BOOK = """

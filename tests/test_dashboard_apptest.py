@@ -336,12 +336,15 @@ def test_sizing_from_an_uploaded_load_test_file(demo, shared_data):
     at = page("pages/sizing_budget.py")
     at.radio(key="sz_source").set_value("upload result files").run()
     at.file_uploader(key="sz_upload").set_value((path.name, path.read_bytes(), "application/json")).run()
+    # the file holds two workloads: the page lists them, as `ledger size` does, and waits for a pick
+    assert not at.exception and "2 curves found" in at.error[0].value
+    at.text_input(key="sz_select").set_value("random").run()
     at.text_input(key="sz_slas").set_value("20,50").run()
     at.number_input(key="sz_gpr").set_value(4).run()
     at.selectbox(key="sz_device").set_value("(not priced)").run()
     at.checkbox(key="sz_repair").set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    doc = cli(demo, "size", "--curve", str(path), "--repair", "--tpm", f"{at.session_state['sz_tpm']}",
+    doc = cli(demo, "size", "--curve", str(path), "--curve-select", "random", "--repair", "--tpm", f"{at.session_state['sz_tpm']}",
               "--sla", "20,50", "--gpus-per-replica", "4", "--util", f"{at.session_state['sz_util']}",
               "--failure-reserve", str(at.session_state["sz_failure"]), "--canary", str(at.session_state["sz_canary"]),
               "--warm", str(at.session_state["sz_warm"]))

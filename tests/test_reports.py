@@ -119,6 +119,7 @@ def test_every_renderer_states_period_run_books_currency_and_criteria(alloc):
             assert needle in text, needle
 
 
+@pytest.mark.store
 def test_run_round_trips_exactly_through_the_ledger_db(ledger_home, alloc):
     with store.session() as s:
         written = runs.write_run(s, allocation=alloc, inputs_digest="d" * 64, code_version="test")
@@ -139,6 +140,7 @@ def test_run_round_trips_exactly_through_the_ledger_db(ledger_home, alloc):
     assert list(frame.columns[:3]) == ["day", "kind", "tenant"] and sum(frame["amount"]) == D("28.80")
 
 
+@pytest.mark.store
 def test_runs_are_immutable_and_the_newest_is_current(ledger_home, alloc):
     con = facts_con(fleet=FLEET, requests=REQUESTS, outcomes=OUTCOMES)
     shared = allocate(con, start=utc(DAY[0]), end=utc(DAY[1]), prices=index(GPU_BOOK), policy=Policy(idle="share"))
@@ -154,6 +156,7 @@ def test_runs_are_immutable_and_the_newest_is_current(ledger_home, alloc):
             runs.get_run(s, "nope")
 
 
+@pytest.mark.store
 def test_a_run_whose_lines_do_not_sum_to_its_total_is_not_written(ledger_home, alloc):
     line = alloc.lines[0]
     broken = dataclasses.replace(alloc, lines=(dataclasses.replace(line, amount=line.amount + D("0.000001")),)
