@@ -41,6 +41,7 @@ import duckdb
 t = time.perf_counter()
 con = duckdb.connect()
 con.execute("SET TimeZone = 'UTC'")
+con.execute("SET enable_progress_bar = false")
 src = sys.argv[1]
 rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src}')"
 rows = con.execute(f"SELECT date_trunc('hour', occurred_at) AS h, count(*), sum(input_tokens), sum(output_tokens) "

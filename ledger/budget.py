@@ -633,8 +633,9 @@ class PoolSizing:
 @dataclass(frozen=True)
 class Budget:
     """A plan priced: the `scenarios` budgeted, `gpu`, `variable` and `charges` rows, the sizing
-    `status` (DRAFT when any pool was interpolated), per-pool `sizing`, the `prices` used (by ref)
-    and the price books in force (`price_books`, ``name@version``)."""
+    `status` (DRAFT when any pool was interpolated), per-pool `sizing`, the `prices` used (by ref),
+    the price books in force (`price_books`, ``name@version``; `book_details`: ref, retrieval date,
+    SHA-256 of the book's text) and when it was `generated_at`."""
 
     plan: Plan
     scenarios: tuple[Scenario, ...]
@@ -646,6 +647,7 @@ class Budget:
     prices: tuple[tuple[str, Price], ...]
     price_books: tuple[str, ...]
     generated_at: datetime | None = None
+    book_details: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def currency(self) -> str:
@@ -763,7 +765,8 @@ def budget(plan: Plan, index: PriceIndex, *, scenarios: Sequence[str] | None = N
     status = DRAFT if any(s.status == DRAFT for s in sizing.values()) else VERDICT
     return Budget(plan, chosen, tuple(gpu), tuple(variable), tuple(charges), status,
                   tuple(sizing[p.name] for p in plan.pools if p.name in sizing),
-                  tuple(sorted(prices.used.items())), tuple(index.refs), generated_at)
+                  tuple(sorted(prices.used.items())), tuple(index.refs), generated_at,
+                  tuple((bk.ref, bk.retrieved_at.isoformat(), bk.digest) for bk in index.books))
 
 
 def _pool_month(plan, pool: PoolPlan, sc: Scenario, m: int, month: str, start: datetime, end: datetime,

@@ -100,7 +100,10 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
     if xlsx is not None:
         from .export.budget_xlsx import budget_as_xlsx
 
-        budget_as_xlsx(b, locale=locale, generated_at=b.generated_at, version=version, path=xlsx)
+        try:
+            budget_as_xlsx(b, locale=locale, generated_at=b.generated_at, version=version, path=xlsx)
+        except OSError as e:
+            cli.fail(f"cannot write the workbook: {e}")
     if as_json:
         cli.print_json(budget_as_json(b, version=version))
     elif as_csv:

@@ -27,9 +27,9 @@ def streamlit_command(*, host: str, port: int) -> list[str]:
 
 def dashboard_cmd(port: int = typer.Option(8501, "--port", min=1, max=65535, help="TCP port to serve on"),
                   host: str = typer.Option("127.0.0.1", "--host",
-                                           help="address to bind (loopback by default: the ledger is not for the world)"),
+                                           help="address to bind (loopback by default: keep the ledger private)"),
                   locale: str = typer.Option("en_US", "--locale",
-                                             help="locale money and numbers are written in (changeable in the sidebar)")) -> None:
+                                             help="locale of money and numbers (changeable in the sidebar)")) -> None:
     """Serve the dashboards (unit economics, tenants, sizing and budget, price books, forecast vs
     actual) over LEDGER_HOME / LEDGER_DATABASE_URL. Read-only: the dashboard never writes to the ledger."""
     from . import cli

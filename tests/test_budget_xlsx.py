@@ -111,7 +111,8 @@ def test_provenance_sheet_says_where_the_numbers_came_from(plan_files, tmp_path)
     for k, v in wb["Provenance"].iter_rows(min_row=2, values_only=True):
         key = k or key
         prov.setdefault(key, []).append(v)
-    assert prov["price books in force"] == ["fixture@2026-09-01"]
+    (books_line,) = prov["price books in force"]
+    assert books_line.startswith("fixture@2026-09-01 (retrieved 2026-09-01, SHA-256 ")
     assert prov["sizing status"] == ["VERDICT"]
     assert prov["curve of pool p1"][0] == "VERDICT: anchors 1:100,8:60,32:25"
     assert prov["locale"] == ["de_DE"]

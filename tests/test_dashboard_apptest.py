@@ -163,7 +163,7 @@ def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
     at = page("pages/unit_economics.py")
     frame = table(at, f"ue_by_{by}")
     assert len(frame) == len(rep["rows"])
-    for row, want in zip(frame.to_dict("records"), rep["rows"]):
+    for row, want in zip(frame.to_dict("records"), rep["rows"], strict=True):
         assert row[by] == (want[by] or f"(no {by}: shared charges)")
         assert_shows(row["cost"], want["cost"])
         assert_shows(row["successful tasks"], want["tasks"]["success"])
@@ -191,6 +191,39 @@ def test_period_and_run_selectors_and_provenance_name_the_run(demo):
     assert prov["period (UTC, end exclusive)"] == f"{rep['period']['start']} to {rep['period']['end']}"
     keys = {b.key for b in at.get_by_key("ue_downloads").download_button}
     assert keys == {"ue_xlsx", "ue_csv", "ue_report_csv"}
+
+
+def test_a_superseded_run_can_be_picked_and_shows_its_own_numbers(demo, tmp_path, monkeypatch):
+    """A second allocation of the period (idle shared) is the current run; the first stays readable."""
+    import shutil
+
+    from ledger import store
+    from ledger.cli import app
+
+    home = tmp_path / "home"
+    shutil.copytree(demo, home)
+    monkeypatch.setenv("LEDGER_HOME", str(home))
+    result = CliRunner().invoke(app, ["allocate", "--period", PERIOD, "--idle", "share"],
+                                env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    store.dispose_engines()
+    runs = cli(home, "runs", "--period", PERIOD)
+    assert len(runs) == 2
+    newest, first = runs[0]["run_id"], runs[1]["run_id"]
+    at = page("pages/unit_economics.py")
+    assert at.selectbox(key="ue_run").value == newest and at.selectbox(key="ue_run").options[0].startswith(newest[:12])
+    shared = cli(home, "report", "unit-economics", "--run", newest)
+    slack = Decimal(shared["unattributed"]["idle_slack"]) / Decimal(shared["run_total"])
+    assert_shows(metrics(at, "ue_tiles")["Idle slack share"], slack.quantize(Decimal("0.0001")))
+    at.selectbox(key="ue_run").set_value(first).run()
+    assert not at.exception
+    old = cli(home, "report", "unit-economics", "--run", first)
+    tiles = metrics(at, "ue_tiles")
+    assert_shows(tiles["Total cost"], old["run_total"])
+    assert_shows(tiles["Idle slack share"],
+                 (Decimal(old["unattributed"]["idle_slack"]) / Decimal(old["run_total"])).quantize(Decimal("0.0001")))
+    assert dict(table(at, "ue_provenance").values.tolist())["idle policy"] == "separate"
+    store.dispose_engines()
 
 
 def test_downloads_are_the_cli_exports(demo, tmp_path):
@@ -298,7 +331,7 @@ def test_sizing_of_a_plan_pool_is_the_cli_sizing(demo, tmp_path):
     assert doc["status"] in at.get_by_key("sz_status").markdown[0].value
     frame = table(at, "sz_table")
     assert len(frame) == len(doc["rows"])
-    for row, want in zip(frame.to_dict("records"), doc["rows"]):
+    for row, want in zip(frame.to_dict("records"), doc["rows"], strict=True):
         assert_shows(row["SLA tok/s/user"], Decimal(repr(want["sla_tok_s_user"])))
         assert_shows(row["GPUs"], want["gpus"])
         assert_shows(row["USD/month"], want["monthly_cost"])
@@ -344,7 +377,8 @@ def test_sizing_from_an_uploaded_load_test_file(demo, shared_data):
     at.selectbox(key="sz_device").set_value("(not priced)").run()
     at.checkbox(key="sz_repair").set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    doc = cli(demo, "size", "--curve", str(path), "--curve-select", "random", "--repair", "--tpm", f"{at.session_state['sz_tpm']}",
+    doc = cli(demo, "size", "--curve", str(path), "--curve-select", "random", "--repair",
+              "--tpm", f"{at.session_state['sz_tpm']}",
               "--sla", "20,50", "--gpus-per-replica", "4", "--util", f"{at.session_state['sz_util']}",
               "--failure-reserve", str(at.session_state["sz_failure"]), "--canary", str(at.session_state["sz_canary"]),
               "--warm", str(at.session_state["sz_warm"]))
@@ -397,7 +431,7 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
     assert_shows(metrics(at, "pb_tiles")["Prices in force"], len(doc["prices"]))
     frame = table(at, "pb_in_force")
     assert len(frame) == len(doc["prices"])
-    for row, want in zip(frame.to_dict("records"), doc["prices"]):
+    for row, want in zip(frame.to_dict("records"), doc["prices"], strict=True):
         assert (row["meter"], row["sku"], row["region"], row["purchase option"]) == \
             (want["meter"], want["sku"], want["region"], want["purchase_option"])
         assert shown(row["price"]) == Decimal(want["price"])  # prices keep every decimal
@@ -430,7 +464,7 @@ def test_forecast_vs_actual_is_the_cli_comparison(demo):
     assert_shows(tiles["Error (actual − forecast)"], doc["total"]["error"])
     assert_shows(tiles["Error relative to forecast"], doc["total"]["relative_error"])
     frame = table(at, "fa_categories")
-    for row, want in zip(frame.to_dict("records"), doc["categories"]):
+    for row, want in zip(frame.to_dict("records"), doc["categories"], strict=True):
         assert row["category"] == want["key"].replace("_", " ")
         assert_shows(row["forecast"], want["forecast"])
         assert_shows(row["actual"], want["actual"])

@@ -141,10 +141,15 @@ def browser():
 def render(driver, url: str, key: str, timeout: float = 90) -> tuple[list[str], float]:
     """Open `url` and wait until the script has run and the metric tiles in the container keyed
     `key` are shown. Returns the tiles' values (hidden tabs included) and the seconds it took."""
-    from selenium.webdriver.common.by import By
-
     t0 = time.perf_counter()
     driver.get(url)
+    return wait_for(driver, key, t0, timeout)
+
+
+def wait_for(driver, key: str, t0: float, timeout: float = 90) -> tuple[list[str], float]:
+    """Wait until the app is idle with the tiles keyed `key` shown (or an exception box appears)."""
+    from selenium.webdriver.common.by import By
+
     deadline = t0 + timeout
     while True:
         states = {e.get_attribute("data-test-script-state")
@@ -220,10 +225,26 @@ def test_page_renders_with_the_cli_headline(server, browser, demo_home, name, pa
     assert not browser.find_elements(By.CSS_SELECTOR, "[role='dialog']"), f"{name}: a dialog is open"
     assert values, f"{name}: no headline tiles in .st-key-{key}"
     assert values[0] == expected(demo_home), f"{name}: headline {values[0]!r}"
-    _, again = render(browser, f"{server}/{path}", key)
-    TIMES[name] = {"first_visit_s": round(first, 3), "reload_s": round(again, 3)}
+    again = sorted(render(browser, f"{server}/{path}", key)[1] for _ in range(3))
+    TIMES[name] = {"first_visit_s": round(first, 3), "reload_median_s": round(again[1], 3),
+                   "reload_max_s": round(again[2], 3)}
     if name == "sizing-budget":  # the budget tab is rendered too (hidden until clicked): its base total
         base = [e.get_attribute("textContent") for e in
                 browser.find_elements(By.CSS_SELECTOR, ".st-key-bg_tiles [data-testid='stMetric']")]
         want = cli(demo_home, "budget", str(PLAN))["totals"]["base"]["total"]
         assert any(t.startswith("base:") and t.endswith(usd(want)) for t in base), base
+
+
+def test_moving_between_pages_from_the_sidebar(server, browser, demo_home):
+    """After the first load, every page reached from the sidebar shows its headline, no exception."""
+    from selenium.webdriver.common.by import By
+
+    render(browser, f"{server}/", "ue_tiles")
+    for name, path, key, expected in [*PAGES[1:], PAGES[0]]:
+        link = browser.find_element(By.CSS_SELECTOR, f"[data-testid='stSidebarNav'] a[href='{server}/{path}']")
+        t0 = time.perf_counter()
+        link.click()
+        values, seconds = wait_for(browser, key, t0)
+        assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid='stException']"), name
+        assert values and values[0] == expected(demo_home), f"{name}: headline {values[:1]!r}"
+        TIMES.setdefault(name, {})["from_sidebar_s"] = round(seconds, 3)

@@ -278,6 +278,38 @@ def load_budget(source: PlanSource, books: dd.PriceBooks, scenarios: tuple[str, 
     return _budget(source.name, source.text, source.base_dir, scenarios, key, books)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _budget_frames(name: str, text: str, base_dir: str, scenarios: tuple[str, ...] | None, books_key: tuple,
+                   _books: dd.PriceBooks) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    b, _ = _budget(name, text, base_dir, scenarios, books_key, _books)
+    return dd.budget_months_frame(b), dd.budget_totals_frame(b), dd.budget_pools_frame(b)
+
+
+def budget_frames(source: PlanSource, books: dd.PriceBooks, scenarios: tuple[str, ...] | None = None):
+    """The budget's (months, totals, pools) frames: see ledger.dashboard_data.budget_*_frame."""
+    key = (books.source, tuple(b.ref for b in books.books))
+    return _budget_frames(source.name, source.text, source.base_dir, scenarios, key, books)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _comparison(_s, url: str, run_id: str, name: str, text: str, base_dir: str, scenario: str, books_key: tuple,
+                _books: dd.PriceBooks) -> tuple[pd.DataFrame, dict]:
+    b, priced_with = _budget(name, text, base_dir, (scenario,), books_key, _books)
+    c = dd.forecast_vs_actual(b, _s, run_id=run_id, scenario=scenario)
+    meta = {"month": c.month, "run_id": c.run_id, "currency": c.currency, "status": c.status,
+            "run_price_books": list(c.price_books), "forecast_price_books": list(b.price_books),
+            "priced_with": priced_with.where}
+    return dd.comparison_frame(c), meta
+
+
+def comparison(s, state: dd.LedgerState, run_id: str, source: PlanSource, books: dd.PriceBooks,
+               scenario: str) -> tuple[pd.DataFrame, dict]:
+    """``ledger budget compare``: the comparison frame of a run against a plan's month, and what it
+    compares (month, run, currency, sizing status, price books). Raises BudgetError."""
+    key = (books.source, tuple(b.ref for b in books.books))
+    return _comparison(s, state.url, run_id, source.name, source.text, source.base_dir, scenario, key, books)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _plan(name: str, text: str, base_dir: str):
     return dd.read_plan(text, name, base_dir=base_dir)
@@ -290,10 +322,12 @@ def plan_of(source: PlanSource):
 
 # ---- display helpers ----------------------------------------------------------------------------
 
-def table(frame: pd.DataFrame, key: str, **kwargs) -> None:
-    """A read-only table in a container keyed `key` (tests and the browser find it by that key)."""
+def table(frame: pd.DataFrame, key: str, *, max_rows: int = 20, **kwargs) -> None:
+    """A read-only table in a container keyed `key` (tests and the browser find it by that key),
+    tall enough to show `max_rows` rows without scrolling."""
+    height = 38 + 35 * max(1, min(len(frame), max_rows)) + 2
     with st.container(key=key):
-        st.dataframe(frame, hide_index=True, **kwargs)
+        st.dataframe(frame, hide_index=True, height=height, **kwargs)
 
 
 def floats(frame: pd.DataFrame, columns) -> pd.DataFrame:

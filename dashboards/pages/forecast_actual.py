@@ -40,18 +40,17 @@ with dd.reading(state.url) as s:
                          title="Nothing to compare")
         st.stop()
     try:
-        b, priced_with = ui.load_budget(source, books, (scenario,))
-        comparison = dd.forecast_vs_actual(b, s, run_id=run.run_id, scenario=scenario)
+        frame, meta = ui.comparison(s, state, run.run_id, source, books, scenario)
     except BudgetError as e:
         ui.show_problems(e.problems, title="Cannot compare")
         st.stop()
 
-frame = dd.comparison_frame(comparison)
-f = ui.fmt(comparison.currency)
+f = ui.fmt(meta["currency"])
 total = frame[frame["dimension"] == "total"].iloc[0]
-badge = ":orange-badge[DRAFT]" if comparison.status == "DRAFT" else ":green-badge[VERDICT]"
-st.markdown(f"**{plan.name}**, scenario **{scenario}**, month **{comparison.month}** against run "
-            f"`{comparison.run_id}` · {comparison.currency} · sizing {badge} · forecast priced with {priced_with.where}")
+badge = ":orange-badge[DRAFT]" if meta["status"] == "DRAFT" else ":green-badge[VERDICT]"
+st.markdown(f"**{plan.name}**, scenario **{scenario}**, month **{meta['month']}** against run "
+            f"`{meta['run_id']}` · {meta['currency']} · sizing {badge} · forecast priced with "
+            f"{meta['priced_with']}")
 
 with st.container(key="fa_tiles", horizontal=True):
     st.metric("Forecast", f.money(total["forecast"]), border=True)
@@ -66,7 +65,7 @@ def shown(rows: pd.DataFrame, label: str) -> pd.DataFrame:
         label: rows["key"].str.replace("_", " "), "forecast": rows["forecast"].map(f.money),
         "actual": rows["actual"].map(f.money), "error": rows["error"].map(f.money),
         "error %": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
-                    for v, why in zip(rows["relative_error"], rows["reason"])]})
+                    for v, why in zip(rows["relative_error"], rows["reason"], strict=True)]})
 
 
 categories = frame[frame["dimension"] == "category"]
@@ -78,12 +77,12 @@ chart["shown"] = long["amount"].map(f.money).to_numpy()
 st.subheader("Per category")
 with st.container(key="fa_chart"):
     st.altair_chart(alt.Chart(chart).mark_bar().encode(
-        y=alt.Y("key:N", title=None, sort=list(present["key"])), x=alt.X("amount:Q", title=comparison.currency),
+        y=alt.Y("key:N", title=None, sort=list(present["key"])), x=alt.X("amount:Q", title=meta["currency"]),
         yOffset=alt.YOffset("side:N", sort=["forecast", "actual"]),
         color=alt.Color("side:N", sort=["forecast", "actual"], title=None),
         tooltip=["key:N", "side:N", alt.Tooltip("shown:N", title="amount")]), width="stretch")
 ui.table(shown(categories, "category"), "fa_categories")
 st.subheader("Per pool (GPU)")
 ui.table(shown(frame[frame["dimension"] == "pool"], "pool"), "fa_pools")
-st.caption(f"Run price books: {', '.join(comparison.price_books) or 'none'}. Forecast price books: "
-           f"{', '.join(b.price_books)}.")
+st.caption(f"Run price books: {', '.join(meta['run_price_books']) or 'none'}. Forecast price books: "
+           f"{', '.join(meta['forecast_price_books'])}.")

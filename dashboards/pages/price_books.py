@@ -40,6 +40,12 @@ def version_of(frame: pd.DataFrame) -> pd.Series:
     return frame["book"] + "@" + frame["version"]
 
 
+@st.cache_data(ttl=30, show_spinner=False)
+def check(paths: tuple[str, ...]) -> tuple[pd.DataFrame, str]:
+    """`ledger pricebook check` over `paths` (the shipped folder when empty), re-read every 30 s."""
+    return dd.check_frame(list(paths) or None)
+
+
 # ---- in force at a date -------------------------------------------------------------------------
 st.subheader("In force")
 left, right = st.columns([1, 2])
@@ -62,12 +68,12 @@ def prices_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "meter": frame["meter"], "sku": frame["sku"], "region": frame["region"],
         "purchase option": frame["purchase_option"],
-        "price": [f.price(p, c) for p, c in zip(frame["price"], frame["currency"])],
+        "price": [f.price(p, c) for p, c in zip(frame["price"], frame["currency"], strict=True)],
         "per": frame["per"],
         "as written": [f.price(w, c) if w != p else "" for p, w, c in
-                       zip(frame["price"], frame["list_price"], frame["currency"])],
+                       zip(frame["price"], frame["list_price"], frame["currency"], strict=True)],
         "upfront": [f.price(u, c) if u is not None and not pd.isna(u) else "" for u, c in
-                    zip(frame["upfront"], frame["currency"])],
+                    zip(frame["upfront"], frame["currency"], strict=True)],
         "tiers": frame["tiers"],
         "from": frame["effective_from"].map(stamp),
         "to (exclusive)": frame["effective_to"].map(stamp),
@@ -93,10 +99,12 @@ timeline = pd.DataFrame({
     "from": history["effective_from"].map(lambda d: naive(d, horizon)),
     "to": history["effective_to"].map(lambda d: naive(d, horizon)),
     "ends": history["effective_to"].map(lambda d: stamp(d, "open-ended")),
-    "price": [f.price(p, c) + " per " + per for p, c, per in zip(history["price"], history["currency"], history["per"])],
+    "price": [f.price(p, c) + " per " + per
+              for p, c, per in zip(history["price"], history["currency"], history["per"], strict=True)],
 })
 bars = (alt.Chart(timeline).mark_bar(height=18)
-        .encode(x=alt.X("from:T", title="effective (UTC)"), x2="to:T", y=alt.Y("entry:N", title=None, sort=None),
+        .encode(x=alt.X("from:T", title="effective (UTC)"), x2="to:T",
+                y=alt.Y("entry:N", title=None, sort=None, axis=alt.Axis(labelLimit=400)),
                 color=alt.Color("price:N", title="price"),
                 tooltip=["entry:N", "price:N", alt.Tooltip("from:T", format="%Y-%m-%d"), "ends:N"]))
 labels = bars.mark_text(align="left", dx=4, color="black").encode(text="price:N", color=alt.value("black"))
@@ -120,7 +128,7 @@ paths_text = st.text_input("Files or folders to check (blank: the shipped `price
                            key="pb_check_paths",
                            help="Comma-separated paths on the machine running the dashboard.")
 paths = [p.strip() for p in paths_text.split(",") if p.strip()]
-findings, summary = dd.check_frame(paths or None)
+findings, summary = check(tuple(paths))
 with st.container(key="pb_check"):
     if findings.empty:
         st.success(summary, icon=":material/check_circle:")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from datetime import datetime, time, timezone
-from decimal import Decimal
 
 import altair as alt
 import pandas as pd
@@ -97,7 +96,8 @@ with sizing_tab:
                                           "(datacrunch-research/h200-benchmarks).")
                 curve = dd.curve_from_anchors(text)
             else:
-                files = st.file_uploader("Result files (several: one per load level, merged)", accept_multiple_files=True,
+                files = st.file_uploader("Result files (several: one per load level, merged)",
+                                         accept_multiple_files=True,
                                          type=["csv", "json", "jsonl", "txt"], key="sz_upload",
                                          help="A curve CSV, or the results of vllm bench serve, SGLang bench_serving, "
                                               "GuideLLM or AIPerf.")
@@ -132,10 +132,10 @@ with sizing_tab:
         failure = r1.number_input("Failure reserve (replicas)", min_value=0, step=1, key="sz_failure")
         canary = r2.number_input("Canary (replicas)", min_value=0, step=1, key="sz_canary")
         warm = r3.number_input("Warm reserve (replicas)", min_value=0, step=1, key="sz_warm")
-        o1, o2, o3 = st.columns(3)
-        interpolate = o1.checkbox("Interpolate (DRAFT)", key="sz_interpolate")
-        repair = o2.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
-        ttft = o3.number_input("TTFT limit ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
+        o1, o2 = st.columns(2)
+        interpolate = o1.checkbox("Interpolate between points (DRAFT)", key="sz_interpolate")
+        repair = o1.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
+        ttft = o2.number_input("TTFT limit at c*, ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
 
         st.markdown("**Price** (GPU-time in force, from " + books.where + ")")
         p1, p2 = st.columns(2)
@@ -177,7 +177,8 @@ with sizing_tab:
         else:
             request = SizingRequest(tpm=float(tpm), slas=tuple(slas), gpus_per_replica=int(gpr), util=float(util),
                                     reserves=Reserves(int(failure), int(canary), int(warm)),
-                                    interpolate=bool(interpolate), ttft_limit_ms=float(ttft) or None, repair=bool(repair))
+                                    interpolate=bool(interpolate), ttft_limit_ms=float(ttft) or None,
+                                    repair=bool(repair))
             try:
                 result = dd.size_fleet(curve, request, books=books.books,
                                        device=None if device == NOT_PRICED else device, region=region,
@@ -193,12 +194,13 @@ with sizing_tab:
             focus = frame.iloc[0]
             if pool is not None and pool.sla in set(frame["sla_tok_s_user"]):
                 focus = frame[frame["sla_tok_s_user"] == pool.sla].iloc[0]
-            badge = (":orange-badge[DRAFT] interpolated between measured points" if result.status == DRAFT else
-                     ":green-badge[VERDICT] measured points only")
+            badge = (":orange-badge[DRAFT] interpolated between measured points (linear in log concurrency)"
+                     if result.status == DRAFT else ":green-badge[VERDICT] measured points only")
             with st.container(key="sz_status"):
-                st.markdown(f"**{result.status}** {badge}")
+                st.markdown(badge)
             with st.container(key="sz_tiles", horizontal=True):
-                sla_text = f"{f.number(focus['sla_tok_s_user'], 0 if float(focus['sla_tok_s_user']).is_integer() else 1)}"
+                sla = float(focus["sla_tok_s_user"])
+                sla_text = f.number(sla, 0 if sla.is_integer() else 1)
                 st.metric(f"GPUs at {sla_text} tok/s/user", f.count(focus["gpus"]), border=True,
                           help=f"{focus['replicas_serving']} serving + {focus['replicas_reserve']} reserve replicas "
                                f"x {int(gpr)} GPUs")
@@ -209,12 +211,13 @@ with sizing_tab:
             st.code("\n".join(dd.sizing_context(result)), language=None, wrap_lines=True)
             shown = pd.DataFrame({
                 "SLA tok/s/user": frame["sla_tok_s_user"].map(lambda v: f.number(v, 1)),
-                "c*": [f.number(c, 1) + ("" if m else " ~") for c, m in zip(frame["c_star"], frame["c_star_measured"])],
+                "c*": [f.number(c, 1) + ("" if m else " ~")
+                       for c, m in zip(frame["c_star"], frame["c_star_measured"], strict=True)],
                 "tok/s/user at c*": frame["tok_s_user"].map(lambda v: f.number(v, 1)),
                 "replica output tok/s": frame["replica_output_tok_s"].map(lambda v: f.number(v, 1)),
                 "basis": frame["throughput_basis"], "limited by": frame["limited_by"],
                 "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(frame["replicas_serving"],
-                                                                         frame["replicas_reserve"])],
+                                                                         frame["replicas_reserve"], strict=True)],
                 "GPUs": frame["gpus"].map(f.count),
                 f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
                 "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
@@ -255,8 +258,7 @@ with budget_tab:
             ui.show_problems(e.problems, title=f"{source.name} cannot be budgeted")
     if b is not None:
         f = ui.fmt(b.currency)
-        months = dd.budget_months_frame(b)
-        totals = dd.budget_totals_frame(b)
+        months, totals, all_pools = ui.budget_frames(source, books, tuple(picked))
         badge = ":orange-badge[DRAFT]" if b.status == DRAFT else ":green-badge[VERDICT]"
         st.markdown(f"**{b.plan.name}** · {b.currency} · {b.plan.months[0]} to {b.plan.months[-1]} "
                     f"({len(b.plan.months)} months) · sizing {badge} · priced with {priced_with.where}")
@@ -283,15 +285,16 @@ with budget_tab:
         used = [c for c in dd.CATEGORIES if any(v != 0 for v in one[c])]
         ui.table(pd.DataFrame({"month": one["month"], **{c: one[c].map(f.money) for c in used},
                                "total": one["total"].map(f.money)}), "bg_detail")
-        pools = dd.budget_pools_frame(b)
-        pools = pools[pools["scenario"] == detail]
+        pools = all_pools[all_pools["scenario"] == detail]
         st.markdown(f"**Pools, scenario {detail}** (a month splits where a price changes)")
         ui.table(pd.DataFrame({
             "pool": pools["pool"], "month": pools["month"], "sizing": pools["status"],
             "TPM": pools["tpm"].map(lambda v: f.number(v, 0)),
-            "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(pools["replicas_serving"], pools["replicas_reserve"])],
+            "replicas": [f"{s}+{r}" if r else f"{s}"
+                         for s, r in zip(pools["replicas_serving"], pools["replicas_reserve"], strict=True)],
             "GPUs": pools["gpus"].map(f.count), "hours": pools["hours"].map(lambda v: f.number(v, 1)),
-            "price per GPU-hour": [f.price(p, c) for p, c in zip(pools["price_per_gpu_hour"], pools["currency"])],
+            "price per GPU-hour": [f.price(p, c)
+                                   for p, c in zip(pools["price_per_gpu_hour"], pools["currency"], strict=True)],
             "cost": pools["cost"].map(f.money), "price source": pools["price_source"]}), "bg_pools")
         locale = ui.current_locale()
 
@@ -307,7 +310,8 @@ with budget_tab:
             st.download_button("Budget workbook (.xlsx)", _workbook, file_name=f"budget-{b.plan.name}.xlsx",
                                mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="bg_xlsx",
                                on_click="ignore", icon=":material/download:",
-                               help="Summary as live formulas over the detail, a provenance sheet (`ledger budget --xlsx`).")
+                               help="Summary as live formulas over the detail, a provenance sheet "
+                                    "(`ledger budget --xlsx`).")
             st.download_button("Budget (.csv)", _csv, file_name=f"budget-{b.plan.name}.csv", mime="text/csv",
                                key="bg_csv", on_click="ignore", icon=":material/download:")
         st.caption("Price books: " + ", ".join(b.price_books) + f". Plan sha256 {b.plan.digest[:12]}.")

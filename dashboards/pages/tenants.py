@@ -70,7 +70,8 @@ for _, row in frame.iterrows():
         column = dd.TENANT_METRICS[metric]
         if kind == "per_task":
             v = row[column]
-            cells.append(f.unit_money(v) if v is not None and not pd.isna(v) else f"undefined: {row['undefined_because']}")
+            defined = v is not None and not pd.isna(v)
+            cells.append(f.unit_money(v) if defined else f"undefined: {row['undefined_because']}")
         else:
             cells.append(render[kind](row[column]))
     table[row["tenant"]] = cells
@@ -78,17 +79,18 @@ st.subheader("Side by side")
 ui.table(pd.DataFrame(table), "tn_table")
 
 # ---- charts -------------------------------------------------------------------------------------
+colors = alt.Color("tenant:N", scale=alt.Scale(domain=list(picked)), legend=None)
 st.subheader("Compared")
-charts = (("cost_per_successful_task", f"cost per successful task ({currency})", f.unit_money),
-          ("cost_per_1m_active_tokens", f"{currency} per 1M active tokens", f.unit_money),
-          ("share_of_gpu", "share of GPU", f.pct), ("task_failure_rate", "task failure rate", f.pct))
+charts = (("cost_per_successful_task", f"cost per successful task ({currency})", f.unit_money, ",.2f"),
+          ("cost_per_1m_active_tokens", f"{currency} per 1M active tokens", f.unit_money, ",.2f"),
+          ("share_of_gpu", "share of GPU", f.pct, ".1%"), ("task_failure_rate", "task failure rate", f.pct, ".0%"))
 cols = st.columns(len(charts))
-for col, (column, title, show) in zip(cols, charts):
+for col, (column, title, show, axis) in zip(cols, charts, strict=True):
     data = ui.floats(frame[["tenant", column]], [column])
     data["shown"] = frame[column].map(show)
     col.altair_chart(alt.Chart(data, title=title).mark_bar()
-                     .encode(x=alt.X("tenant:N", sort=list(picked), title=None), y=alt.Y(f"{column}:Q", title=None),
-                             color=alt.Color("tenant:N", legend=None),
+                     .encode(x=alt.X("tenant:N", sort=list(picked), title=None),
+                             y=alt.Y(f"{column}:Q", title=None, axis=alt.Axis(format=axis)), color=colors,
                              tooltip=[alt.Tooltip("tenant:N"), alt.Tooltip("shown:N", title=title)]),
                      width="stretch")
 
@@ -98,6 +100,7 @@ trend["shown"] = daily["amount"].map(f.money)
 with st.container(key="tn_trend"):
     st.altair_chart(alt.Chart(trend).mark_line(point=True)
                     .encode(x=alt.X("day:T", title="day"), y=alt.Y("amount:Q", title=f"cost ({currency})"),
-                            color=alt.Color("tenant:N", sort=list(picked)),
-                            tooltip=[alt.Tooltip("day:T"), alt.Tooltip("tenant:N"), alt.Tooltip("shown:N", title="cost")]),
+                            color=alt.Color("tenant:N", scale=alt.Scale(domain=list(picked))),
+                            tooltip=[alt.Tooltip("day:T"), alt.Tooltip("tenant:N"),
+                                     alt.Tooltip("shown:N", title="cost")]),
                     width="stretch")

@@ -27,7 +27,7 @@ with dd.reading(state.url) as s:
 
 currency = head["currency"]
 f = ui.fmt(currency)
-items = dict(zip(prov["item"], prov["value"]))
+items = dict(zip(prov["item"], prov["value"], strict=True))
 st.caption(f"{items['period (UTC, end exclusive)']} · run `{run_id}` · {currency} · price books "
            f"{items['price book versions']} · success criteria: {items['success criteria']}")
 
@@ -71,7 +71,7 @@ with right:
 # ---- cost per successful task by tenant and by product ------------------------------------------
 def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     per_task = [f.unit_money(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
-                for v, why in zip(frame["cost_per_successful_task"], frame["undefined_because"])]
+                for v, why in zip(frame["cost_per_successful_task"], frame["undefined_because"], strict=True)]
     label = frame["key"].map(lambda k: k if isinstance(k, str) else f"(no {by}: shared charges)")
     return pd.DataFrame({
         by: label, "cost": frame["cost"].map(f.money), "cost per successful task": per_task,
@@ -121,10 +121,12 @@ with st.container(key="ue_downloads", horizontal=True):
     st.download_button("Allocation workbook (.xlsx)", _workbook, file_name=f"allocation-{period}-{run_id[:12]}.xlsx",
                        mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="ue_xlsx",
                        on_click="ignore", icon=":material/download:",
-                       help=f"Totals as live formulas over the lines, currency formats for {locale}, a provenance sheet.")
+                       help=f"Totals as live formulas over the lines, currency formats for {locale}, a provenance "
+                            "sheet.")
     st.download_button("Allocation lines (.csv)", _lines_csv, file_name=f"allocation-{period}-{run_id[:12]}.csv",
                        mime="text/csv", key="ue_csv", on_click="ignore", icon=":material/download:",
-                       help="Every line of the run with its run, period, currency and price books (`ledger export --csv`).")
+                       help="Every line of the run with its run, period, currency and price books "
+                            "(`ledger export --csv`).")
     st.download_button("Unit economics (.csv)", _report_csv, file_name=f"unit-economics-{period}-{run_id[:12]}.csv",
                        mime="text/csv", key="ue_report_csv", on_click="ignore", icon=":material/download:",
                        help="`ledger report unit-economics --csv`, by tenant then by product.")

@@ -72,6 +72,8 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
         "provenance": {
             "plan_file": Path(b.plan.path).name if b.plan.path else "", "plan_sha256": b.plan.digest,
             "price_books": list(b.price_books),
+            "price_book_details": [{"ref": ref, "retrieved_at": day, "sha256": digest}
+                                   for ref, day, digest in b.book_details],
             "curves": [{"pool": s.pool, "status": s.status, "curve": s.curve_label, "given_as": s.curve_ref,
                         "repairs": list(s.repairs)} for s in b.sizing],
             "prices": [{"ref": ref, "meter": p.meter, "sku": p.sku, "region": p.region,

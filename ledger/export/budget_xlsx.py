@@ -187,7 +187,8 @@ def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
         ("hours per month", "actual hours of each month" if plan.hours_per_month is None
          else f"{plan.hours_per_month} (fixed)"),
         ("sizing status", b.status),
-        ("price books in force", list(b.price_books)),
+        ("price books in force", [f"{ref} (retrieved {day}, SHA-256 {digest[:16]})"
+                                  for ref, day, digest in b.book_details] or list(b.price_books)),
     ]
     for s in b.sizing:
         items.append((f"curve of pool {s.pool}", [f"{s.status}: {s.curve_label}", f"given as: {s.curve_ref}",

@@ -20,7 +20,6 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
                                                         help="FOCUS BillingAccountName and InvoiceIssuerName")) -> None:
     """Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows."""
     from .. import cli, reports, runs, store
-    from . import allocation_as_csv, allocation_as_focus, allocation_as_xlsx
     from .xlsx import LocaleError, check_locale
 
     if not (xlsx or csv_file or focus):
@@ -42,6 +41,17 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
         except (runs.RunError, store.StoreError) as e:
             cli.fail(str(e))
     data = reports.run_data_of_stored(stored)
+    try:
+        written = _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name)
+    except OSError as e:
+        cli.fail(f"cannot write the export: {e}")
+    cli.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
+
+
+def _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name) -> list[str]:
+    from .. import runs
+    from . import allocation_as_csv, allocation_as_focus, allocation_as_xlsx
+
     written = []
     if xlsx:
         allocation_as_xlsx(data, locale=locale, generated_at=datetime.now(timezone.utc), version=runs.code_version(),
@@ -54,7 +64,7 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
         focus.write_text(allocation_as_focus(data, billing_account_id=billing_account,
                                              billing_account_name=billing_account_name), encoding="utf-8", newline="")
         written.append(f"FOCUS 1.0 CSV {focus}")
-    cli.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
+    return written
 
 
 def register(app: typer.Typer) -> None:
