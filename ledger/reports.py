@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from decimal import Decimal, localcontext
 
 from babel.numbers import format_decimal
+from rich.console import Group
 from rich.table import Table
 
 from .allocate import CATEGORIES, KINDS, Allocation, Flag, Line, Tasks, Usage, period_label
@@ -398,7 +399,7 @@ def _label(key: str | None, by: str) -> str:
     return key if key is not None else f"(no {by}: shared charges, shared idle)"
 
 
-def unit_economics_as_table(report: Report) -> Table:
+def unit_economics_as_table(report: Report) -> Table | Group:
     """A rich table of the report (money formatted here)."""
     t = Table(title=_title(report, f"unit economics by {report.by}"), caption=_caption(report))
     if report.by == "model":
@@ -410,20 +411,26 @@ def unit_economics_as_table(report: Report) -> Table:
                       _money(r.by_category["provider_tokens"]), f"{r.requests:,}", f"{r.active_tokens:,}",
                       _money(r.cost_per_1m_active_tokens), _pct(report.share_of_gpu(r)))
         return t
-    used = [c for c in CATEGORIES if any(r.by_category[c] for r in report.rows)]
-    cols = [report.by, "cost", *used, "failed work", "idle share", "requests", "active tokens",
-            "tasks ok/fail/unknown", "success rate", "cost per success", "$/1M active tokens"]
+    # Headline columns first; the split by category is a second table, so each fits a terminal.
+    cols = [report.by, "cost", "failed work", "idle share", "requests", "active tokens", "tasks ok/fail/unknown",
+            "success rate", "cost per success", "$/1M active tokens"]
     for col in cols:
         t.add_column(col, justify="left" if col == report.by else "right")
     for r in report.rows:
         tk = r.tasks or {"success": 0, "failure": 0, "unknown": 0}
         per_success = _money(r.cost_per_successful_task) if r.cost_per_successful_task is not None else "undefined"
-        t.add_row(_label(r.key, report.by), _money(r.cost), *(_money(r.by_category[c]) for c in used),
+        t.add_row(_label(r.key, report.by), _money(r.cost),
                   f"{_money(r.failed_work)} ({_pct(r.failed_work_share)})", _money(r.idle_share),
                   f"{r.requests:,}", f"{r.active_tokens:,}",
                   f"{tk['success']:,}/{tk['failure']:,}/{tk['unknown']:,}", _pct(r.success_rate), per_success,
                   _money(r.cost_per_1m_active_tokens))
-    return t
+    used = [c for c in CATEGORIES if any(r.by_category[c] for r in report.rows)]
+    cats = Table(title=f"cost by category ({report.run.currency})")
+    for col in [report.by, *used]:
+        cats.add_column(col, justify="left" if col == report.by else "right")
+    for r in report.rows:
+        cats.add_row(_label(r.key, report.by), *(_money(r.by_category[c]) for c in used))
+    return Group(t, cats)
 
 
 TENANT_METRICS = ("cost", "share of GPU", "cost per successful task", "success rate", "task failure rate",
