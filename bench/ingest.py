@@ -9,7 +9,9 @@ own peak RSS, read with wait4):
 
 - ingest: validation of every row, typing, hashing, key checks and the Parquet facts write;
 - re-ingest of the same file (every row a duplicate: nothing written);
-- the reference: DuckDB reading the same file and grouping it by hour (count, token sums).
+- the reference: DuckDB reading the same file and grouping it by hour (count, token sums);
+- the floor: DuckDB copying the same file to Parquet with no checks, keys or hashes (what writing
+  every column costs by itself).
 
 Times are the work inside the child (imports excluded); figures are medians of the repeats.
 """
@@ -47,6 +49,21 @@ rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src
 rows = con.execute(f"SELECT date_trunc('hour', occurred_at) AS h, count(*), sum(input_tokens), sum(output_tokens) "
                    f"FROM {rel} GROUP BY 1").fetchall()
 print(json.dumps({"seconds": time.perf_counter() - t, "groups": len(rows)}))
+"""
+
+
+COPY_FLOOR = """
+import json, os, sys, tempfile, time
+import duckdb
+t = time.perf_counter()
+con = duckdb.connect()
+con.execute("SET TimeZone = 'UTC'")
+con.execute("SET enable_progress_bar = false")
+src = sys.argv[1]
+rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src}')"
+with tempfile.TemporaryDirectory() as d:
+    con.execute(f"COPY (SELECT * FROM {rel}) TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION zstd)")
+    print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 
 
@@ -91,13 +108,14 @@ def main() -> None:
     results = {}
     for fmt in args.formats.split(","):
         path = files[fmt]
-        runs = {"ingest": [], "reingest": [], "reference": []}
+        runs = {"ingest": [], "reingest": [], "reference": [], "copy_floor": []}
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="ledger-bench-") as home:
                 env = dict(os.environ, LEDGER_HOME=home)
                 env.pop("LEDGER_DATABASE_URL", None)
                 subprocess.run([sys.executable, "-c", "from ledger.store import init_store; init_store()"], env=env, check=True)
                 ref = child(REFERENCE, str(path), env)
+                runs["copy_floor"].append(child(COPY_FLOOR, str(path), env))
                 first = child(INGEST, str(path), env)
                 again = child(INGEST, str(path), env)
                 assert first[0]["new"] == args.rows and again[0]["new"] == 0 and again[0]["dup"] == args.rows
@@ -113,6 +131,7 @@ def main() -> None:
             "reingest_rows_per_s": round(args.rows / med["reingest"][0]),
             "ingest_vs_reference": round(med["ingest"][0] / med["reference"][0], 2),
             "reingest_vs_reference": round(med["reingest"][0] / med["reference"][0], 2),
+            "copy_floor_vs_reference": round(med["copy_floor"][0] / med["reference"][0], 2),
             "all_seconds": {k: [round(r[0]["seconds"], 3) for r in v] for k, v in runs.items()},
         }
     if args.json:
@@ -122,6 +141,8 @@ def main() -> None:
         print(f"{fmt}: {r['rows']:,} rows, {r['file_mib']} MiB, median of {r['repeat']}")
         print(f"  reference (DuckDB read + hourly group-by): {r['reference_seconds']:.2f} s, "
               f"peak RSS {r['reference_peak_rss_mib']:.0f} MiB")
+        print(f"  floor (DuckDB copy of the file to Parquet, no checks): {r['copy_floor_seconds']:.2f} s, "
+              f"{r['copy_floor_vs_reference']}x the reference")
         print(f"  ingest:    {r['ingest_seconds']:.2f} s = {r['ingest_rows_per_s']:,} rows/s, "
               f"peak RSS {r['ingest_peak_rss_mib']:.0f} MiB, {r['ingest_vs_reference']}x the reference")
         print(f"  re-ingest: {r['reingest_seconds']:.2f} s = {r['reingest_rows_per_s']:,} rows/s, "
