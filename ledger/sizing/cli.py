@@ -42,17 +42,9 @@ def _slas(text: str) -> tuple[float, ...]:
 
 
 def _instant(text: str | None) -> datetime:
-    if text is None:
-        return datetime.now(timezone.utc)
-    try:
-        d = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        _fail(f"--at: {text!r} is not an ISO 8601 timestamp such as 2026-10-15T00:00:00Z")
-    if d.tzinfo is None:
-        if len(text) == 10:
-            return d.replace(tzinfo=timezone.utc)
-        _fail(f"--at: {text!r} has no UTC offset (add Z or +00:00)")
-    return d.astimezone(timezone.utc)
+    from ledger.cli import parse_instant
+
+    return datetime.now(timezone.utc) if text is None else parse_instant(text, "--at")
 
 
 def _price_index(pricebooks: Optional[List[Path]]):
