@@ -13,8 +13,9 @@ st.set_page_config(page_title="ledger: inference unit economics", page_icon=":ma
 from pages import _common as ui  # noqa: E402  (set_page_config must come first)
 
 PAGES = {
+    # The default page is served at the root URL.
     "Finance": [st.Page("pages/unit_economics.py", title="Unit economics", icon=":material/payments:",
-                        url_path="unit-economics", default=True)],
+                        default=True)],
     "Product owners": [st.Page("pages/tenants.py", title="Tenants", icon=":material/groups:", url_path="tenants")],
     "Capacity": [st.Page("pages/sizing_budget.py", title="Sizing and budget", icon=":material/dns:",
                          url_path="sizing-budget"),

@@ -66,7 +66,8 @@ def cli(home: Path, *args: str) -> dict | list:
 
 
 def page(name: str | None = None, *, timeout: float = 120) -> AppTest:
-    """The app opened (and switched to page `name`), run once, with no exception box."""
+    """The app opened (and switched to page `name`), run once, with no exception box. (AppTest runs
+    a page switched to on its own, without app.py's sidebar; the browser test covers the whole app.)"""
     at = AppTest.from_file(str(APP), default_timeout=timeout)
     at.run()
     if name:
@@ -249,12 +250,20 @@ def test_downloads_are_the_cli_exports(demo, tmp_path):
 
 def test_the_locale_chosen_in_the_sidebar_formats_money(demo):
     rep = cli(demo, "report", "unit-economics", "--period", PERIOD)
-    at = page("pages/unit_economics.py")
+    at = page()  # the app as served: the sidebar of app.py around its default page, unit economics
     at.selectbox(key="locale").set_value("de_DE").run()
     assert not at.exception
     total = Decimal(rep["run_total"]).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
     whole, cents = f"{total:,.2f}".split(".")
     assert metrics(at, "ue_tiles")["Total cost"] == f"{whole.replace(',', '.')},{cents}\xa0$"
+
+
+def test_the_locale_given_to_ledger_dashboard_comes_first(demo, monkeypatch):
+    monkeypatch.setenv("LEDGER_DASHBOARD_LOCALE", "fr_FR")  # what `ledger dashboard --locale fr_FR` passes on
+    at = page()
+    assert at.selectbox(key="locale").value == "fr_FR"
+    share = metrics(at, "ue_tiles")["Failed-work share"]
+    assert "," in share and share.endswith("\xa0%")  # French writes 2,7 % (comma, no-break space)
 
 
 # ---- tenants ------------------------------------------------------------------------------------
@@ -313,32 +322,40 @@ def _curve_csv(curve, path: Path) -> Path:
     return path
 
 
-def test_sizing_of_a_plan_pool_is_the_cli_sizing(demo, tmp_path):
+def test_sizing_of_each_plan_pool_is_the_cli_sizing(demo, tmp_path):
+    """Picking a plan's pool takes its parameters; the table and tiles are `ledger size` on its curve."""
     from ledger.budget import load_plan
 
     at = page("pages/sizing_budget.py")
     assert at.radio(key="sz_source").value == "a plan's pool"
-    pool = next(p for p in load_plan(PLAN).pools if p.name == at.selectbox(key="sz_pool").value)
-    state = {k: at.session_state[k] for k in ("sz_tpm", "sz_slas", "sz_gpr", "sz_util", "sz_failure", "sz_canary",
-                                              "sz_warm", "sz_device", "sz_region", "sz_option")}
-    assert state["sz_tpm"] == float(pool.tpm) and state["sz_device"] == pool.device
-    day = at.date_input(key="sz_at").value
-    doc = cli(demo, "size", "--curve", str(_curve_csv(pool.curve, tmp_path / "curve.csv")),
-              "--tpm", f"{state['sz_tpm']}", "--sla", state["sz_slas"], "--gpus-per-replica", str(state["sz_gpr"]),
-              "--util", f"{state['sz_util']}", "--failure-reserve", str(state["sz_failure"]),
-              "--canary", str(state["sz_canary"]), "--warm", str(state["sz_warm"]), "--device", state["sz_device"],
-              "--region", state["sz_region"], "--purchase-option", state["sz_option"], "--at", day.isoformat())
-    assert doc["status"] in at.get_by_key("sz_status").markdown[0].value
-    frame = table(at, "sz_table")
-    assert len(frame) == len(doc["rows"])
-    for row, want in zip(frame.to_dict("records"), doc["rows"], strict=True):
-        assert_shows(row["SLA tok/s/user"], Decimal(repr(want["sla_tok_s_user"])))
-        assert_shows(row["GPUs"], want["gpus"])
-        assert_shows(row["USD/month"], want["monthly_cost"])
-    at_sla = next(r for r in doc["rows"] if r["sla_tok_s_user"] == pool.sla)
-    tiles = metrics(at, "sz_tiles")
-    assert_shows(tiles[f"GPUs at {pool.sla:g} tok/s/user"], at_sla["gpus"])
-    assert_shows(tiles[f"USD/month at {pool.sla:g} tok/s/user"], at_sla["monthly_cost"])
+    at.selectbox(key="sz_plan").set_value(PLAN.name).run()
+    pools = load_plan(PLAN).pools
+    assert at.selectbox(key="sz_pool").options == [p.name for p in pools]
+    for pool in pools:
+        at.selectbox(key="sz_pool").set_value(pool.name).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        state = {k: at.session_state[k] for k in ("sz_tpm", "sz_slas", "sz_gpr", "sz_util", "sz_failure", "sz_canary",
+                                                  "sz_warm", "sz_device", "sz_region", "sz_option")}
+        assert (state["sz_tpm"], state["sz_gpr"], state["sz_device"]) == \
+            (float(pool.tpm), pool.gpus_per_replica, pool.device)
+        day = at.date_input(key="sz_at").value
+        doc = cli(demo, "size", "--curve", str(_curve_csv(pool.curve, tmp_path / f"{pool.name}.csv")),
+                  "--tpm", f"{state['sz_tpm']}", "--sla", state["sz_slas"], "--gpus-per-replica", str(state["sz_gpr"]),
+                  "--util", f"{state['sz_util']}", "--failure-reserve", str(state["sz_failure"]),
+                  "--canary", str(state["sz_canary"]), "--warm", str(state["sz_warm"]), "--device", state["sz_device"],
+                  "--region", state["sz_region"], "--purchase-option", state["sz_option"], "--at", day.isoformat(),
+                  *(["--interpolate"] if pool.interpolate else []), *(["--repair"] if pool.repair else []))
+        assert doc["status"] in at.get_by_key("sz_status").markdown[0].value
+        frame = table(at, "sz_table")
+        assert len(frame) == len(doc["rows"])
+        for row, want in zip(frame.to_dict("records"), doc["rows"], strict=True):
+            assert_shows(row["SLA tok/s/user"], Decimal(repr(want["sla_tok_s_user"])))
+            assert_shows(row["GPUs"], want["gpus"])
+            assert_shows(row["USD/month"], want["monthly_cost"])
+        at_sla = next(r for r in doc["rows"] if r["sla_tok_s_user"] == pool.sla)
+        tiles = metrics(at, "sz_tiles")
+        assert_shows(tiles[f"GPUs at {pool.sla:g} tok/s/user"], at_sla["gpus"])
+        assert_shows(tiles[f"USD/month at {pool.sla:g} tok/s/user"], at_sla["monthly_cost"])
 
 
 def test_sizing_from_anchors_verdict_then_draft(demo):
@@ -401,6 +418,7 @@ def test_sizing_refusals_are_messages_not_tracebacks(demo):
 def test_budget_of_the_example_plan_is_the_cli_budget(demo):
     doc = cli(demo, "budget", str(PLAN))
     at = page("pages/sizing_budget.py")
+    at.selectbox(key="bg_plan").set_value(PLAN.name).run()
     tiles = metrics(at, "bg_tiles")
     n = len(doc["months"])
     for name, total in doc["totals"].items():
@@ -457,6 +475,7 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
 def test_forecast_vs_actual_is_the_cli_comparison(demo):
     doc = cli(demo, "budget", "compare", str(PLAN), "--period", PERIOD)
     at = page("pages/forecast_actual.py")
+    at.selectbox(key="fa_plan").set_value(PLAN.name).run()
     assert at.selectbox(key="fa_scenario").value == "base" and at.selectbox(key="fa_period").value == PERIOD
     tiles = metrics(at, "fa_tiles")
     assert_shows(tiles["Forecast"], doc["total"]["forecast"])

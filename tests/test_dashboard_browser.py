@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-PLAN = ROOT / "examples" / "plan.toml"
+
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
@@ -165,6 +165,13 @@ def wait_for(driver, key: str, t0: float, timeout: float = 90) -> tuple[list[str
 
 # ---- the pages ----------------------------------------------------------------------------------
 
+def _plan() -> Path:
+    """The plan the pages open with: the first example plan."""
+    from ledger.dashboard_data import example_plans
+
+    return example_plans()[0]
+
+
 def _unit_economics(home: Path) -> str:
     return usd(cli(home, "report", "unit-economics", "--period", PERIOD)["run_total"])
 
@@ -178,7 +185,7 @@ def _sizing(home: Path) -> str:
     """GPUs of the example plan's first pool at its SLA, by `ledger size` on the same curve."""
     from ledger.budget import load_plan
 
-    pool = load_plan(PLAN).pools[0]
+    pool = load_plan(_plan()).pools[0]
     c = pool.curve.context
     with tempfile.TemporaryDirectory() as tmp:
         curve = Path(tmp) / "curve.csv"
@@ -201,7 +208,7 @@ def _price_books(home: Path) -> str:
 
 
 def _forecast(home: Path) -> str:
-    return usd(cli(home, "budget", "compare", str(PLAN), "--period", PERIOD)["total"]["forecast"])
+    return usd(cli(home, "budget", "compare", str(_plan()), "--period", PERIOD)["total"]["forecast"])
 
 
 # name, URL path, container of the headline tiles, the CLI's headline as the page writes it
@@ -231,7 +238,7 @@ def test_page_renders_with_the_cli_headline(server, browser, demo_home, name, pa
     if name == "sizing-budget":  # the budget tab is rendered too (hidden until clicked): its base total
         base = [e.get_attribute("textContent") for e in
                 browser.find_elements(By.CSS_SELECTOR, ".st-key-bg_tiles [data-testid='stMetric']")]
-        want = cli(demo_home, "budget", str(PLAN))["totals"]["base"]["total"]
+        want = cli(demo_home, "budget", str(_plan()))["totals"]["base"]["total"]
         assert any(t.startswith("base:") and t.endswith(usd(want)) for t in base), base
 
 

@@ -68,6 +68,19 @@ def plan_pools(name: str):
     return {p.name: p for p in plan.pools}
 
 
+def on_plan() -> None:
+    """Another plan: its first pool, with that pool's parameters."""
+    pools = plan_pools(st.session_state["sz_plan"])
+    if pools:
+        first = next(iter(pools.values()))
+        st.session_state["sz_pool"] = first.name
+        apply_pool(first)
+
+
+def on_pool() -> None:
+    apply_pool(plan_pools(st.session_state["sz_plan"])[st.session_state["sz_pool"]])
+
+
 # ================================================================================================
 with sizing_tab:
     st.caption("The SLA (output tok/s per user) picks the concurrency c*, c* the replica throughput, that the "
@@ -83,13 +96,14 @@ with sizing_tab:
                 if not examples:
                     st.info("No example plan ships in `examples/` here: use anchors or upload result files.")
                 else:
-                    plan_name = st.selectbox("Plan", examples, key="sz_plan")
+                    plan_name = st.selectbox("Plan", examples, key="sz_plan", on_change=on_plan)
                     pools = plan_pools(plan_name)
-                    pool_name = st.selectbox("Pool", list(pools), key="sz_pool",
-                                             on_change=lambda: apply_pool(plan_pools(st.session_state["sz_plan"])
-                                                                          [st.session_state["sz_pool"]]))
-                    pool = pools[pool_name]
-                    curve = pool.curve
+                    if not pools:
+                        st.info(f"{plan_name} has no self-hosted pool: use anchors or upload result files.")
+                    else:
+                        pool_name = st.selectbox("Pool", list(pools), key="sz_pool", on_change=on_pool)
+                        pool = pools[pool_name]
+                        curve = pool.curve
             elif source == SOURCES[1]:
                 text = st.text_input("Anchors (concurrency:tok/s/user, ...)", value=DEFAULT_ANCHORS, key="sz_anchors",
                                      help="Measured points only. The default: Llama-3.3-70B bf16 on 4xH200, SGLang "
