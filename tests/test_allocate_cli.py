@@ -13,53 +13,12 @@ from typer.testing import CliRunner
 
 from ledger import store
 from ledger.cli import app
+from test_allocate_support import TEST_BOOK as BOOK
 
 pytestmark = pytest.mark.store  # the runs live in the ledger DB: run on SQLite and PostgreSQL
 
 runner = CliRunner()
 
-BOOK = """
-[book]
-name = "test-book"
-version = "2026-10-01"
-currency = "USD"
-source = "test"
-retrieved_at = 2026-10-01
-
-[[price]]
-meter = "gpu_time"
-sku = "H100"
-region = "us-east-1"
-purchase_option = "on_demand"
-price = "3.60"
-per = "gpu * hour"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/h100"
-
-[[price]]
-meter = "input_tokens"
-sku = "gpt-5"
-price = "1.25"
-per = "1e6 * token"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/gpt-5"
-
-[[price]]
-meter = "cached_input_tokens"
-sku = "gpt-5"
-price = "0.125"
-per = "1e6 * token"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/gpt-5"
-
-[[price]]
-meter = "output_tokens"
-sku = "gpt-5"
-price = "10"
-per = "1e6 * token"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/gpt-5"
-"""
 
 FILES = {
     # p1 on 2026-10-01 10:00-13:00: 2 serving GPUs (K = 7,200 tokens an hour, C_serve 7.20 an hour),

@@ -95,3 +95,49 @@ def test_facts_con_refuses_unknown_and_missing_columns():
         facts_con(meters="event_id,occured_at\ne1,2026-10-01T00:00:00Z")
     with pytest.raises(ValueError, match="missing required"):
         facts_con(outcomes="task_id,tenant\nt1,a")
+
+
+# A small book for end-to-end tests: H100 on-demand at $3.60 per GPU-hour in us-east-1, and
+# gpt-5 tokens at $1.25 / $0.125 (cached) / $10 per 1M.
+TEST_BOOK = """
+[book]
+name = "test-book"
+version = "2026-10-01"
+currency = "USD"
+source = "test"
+retrieved_at = 2026-10-01
+
+[[price]]
+meter = "gpu_time"
+sku = "H100"
+region = "us-east-1"
+purchase_option = "on_demand"
+price = "3.60"
+per = "gpu * hour"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/h100"
+
+[[price]]
+meter = "input_tokens"
+sku = "gpt-5"
+price = "1.25"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/gpt-5"
+
+[[price]]
+meter = "cached_input_tokens"
+sku = "gpt-5"
+price = "0.125"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/gpt-5"
+
+[[price]]
+meter = "output_tokens"
+sku = "gpt-5"
+price = "10"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/gpt-5"
+"""

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ledger.cli import app
+from test_allocate_support import TEST_BOOK as BOOK
 from ledger.export import safe_text
 from ledger.export.xlsx import recalculate
 
@@ -21,48 +22,6 @@ runner = CliRunner()
 EVIL = '=HYPERLINK("http://x","y")'
 INERT = "'" + EVIL
 
-BOOK = """
-[book]
-name = "test-book"
-version = "2026-10-01"
-currency = "USD"
-source = "test"
-retrieved_at = 2026-10-01
-
-[[price]]
-meter = "gpu_time"
-sku = "H100"
-region = "us-east-1"
-purchase_option = "on_demand"
-price = "3.60"
-per = "gpu * hour"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/h100"
-
-[[price]]
-meter = "input_tokens"
-sku = "gpt-5"
-price = "1.25"
-per = "1e6 * token"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/gpt-5"
-
-[[price]]
-meter = "cached_input_tokens"
-sku = "gpt-5"
-price = "0.125"
-per = "1e6 * token"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/gpt-5"
-
-[[price]]
-meter = "output_tokens"
-sku = "gpt-5"
-price = "10"
-per = "1e6 * token"
-effective_from = 2026-01-01T00:00:00Z
-source_url = "https://example.com/gpt-5"
-"""
 
 # Hour 10: 2 GPUs x $3.60 = 7.20, K = 2 x 3,600 s x 1 = 7,200 tokens, W = 1,800 + 3,600 = 5,400:
 #   r = 7.20 / 7,200 = $0.001 a token: the formula tenant 1.80, b 3.60, idle slack 1.80.
