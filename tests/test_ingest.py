@@ -375,3 +375,15 @@ def test_kill_9_mid_ingest_leaves_the_ledger_unchanged(ledger_home, tmp_path):
     res = ingest("requests", [big], register_new=True)  # the next run succeeds, whole
     assert res.rows_new == 300_000 and count("requests") == 300_000
     assert not any((ledger_home / "facts" / "_staging").glob("*/*.parquet"))
+
+
+def test_names_with_white_space_around_them_are_refused(ledger_home, tmp_path):
+    register("acme")
+    f = write(tmp_path / "ws.csv", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z, acme,chat,m,p,,t1,10,0,5,ok\n"
+                                                 "r2,2026-10-01T00:00:00Z,acme,  ,m,p,,t1,10,0,5,ok\n")
+    r = run("ingest", "requests", str(f), "--register-new")
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == [
+        f"{f}:2: tenant: ' acme' has white space around it (or is only white space)",
+        f"{f}:3: product: '  ' has white space around it (or is only white space)"]
+    assert batches() == []

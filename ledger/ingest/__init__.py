@@ -33,7 +33,7 @@ from sqlmodel import select
 
 from .. import config, facts, store, units
 from ..models import IngestBatch, Pool
-from .checks import Check, cast_checks, cast_flag, checks, lit, q, read_type, typed
+from .checks import Check, cast_checks, cast_flag, checks, lit, q, read_type, said, typed
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl"}
@@ -535,8 +535,13 @@ def _distinct_columns(kind: str) -> list[str]:
 
 
 def _value_checks(kind: str, values: dict) -> list[Check]:
-    """Checks on values a SQL condition cannot judge: pint units and ISO 4217 currencies."""
+    """Checks on distinct values: names with white space around them, pint units, ISO 4217 currencies."""
     out = []
+    for col in ("tenant", "product"):
+        spaced = [v for v in values.get(col) or [] if v != v.strip()]
+        if spaced:
+            out.append(Check(col, f"{q(col)} IN ({', '.join(lit(v) for v in spaced)})",
+                             said(col, "has white space around it (or is only white space)")))
     if kind == "meters":
         bad = []
         for u in values.get("unit") or []:
