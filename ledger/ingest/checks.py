@@ -95,7 +95,9 @@ def _timestamp(c: str, required: bool = True) -> list[Check]:
     present = f"NOT {blank(c)}"
     out = [_required(c)] if required else []
     out += [
-        Check(c, f"{present} AND NOT (ends_with({x}, 'Z') OR regexp_matches(trim({x}), {lit(OFFSET_RE)}))",
+        # CASE, not OR: the regular expression runs only for values that do not end in Z.
+        Check(c, f"{present} AND (CASE WHEN ends_with({x}, 'Z') THEN false "
+                 f"ELSE NOT regexp_matches(trim({x}), {lit(OFFSET_RE)}) END)",
               said(c, "has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z")),
         Check(c, f"{present} AND TRY_CAST({x} AS TIMESTAMPTZ) IS NULL", said(c, "is not an ISO 8601 timestamp")),
     ]
