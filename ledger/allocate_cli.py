@@ -185,7 +185,8 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period"),
 
 
 def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only runs of this month"),
-             as_json: bool = typer.Option(False, "--json")) -> None:
+             as_json: bool = typer.Option(False, "--json"),
+             as_csv: bool = typer.Option(False, "--csv")) -> None:
     """Allocation runs, newest first; the first of a period is its current run."""
     cli = _cli()
     start = end = None
@@ -196,6 +197,12 @@ def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only r
     data = reports.runs_as_json(found)
     if as_json:
         cli.print_json(data)
+        return
+    if as_csv:
+        cli.print_csv([{"run_id": d["run_id"], "period_start": d["period"]["start"], "period_end": d["period"]["end"],
+                        "created_at": d["created_at"], "idle_policy": d["idle_policy"], "basis": d["basis"],
+                        "total": d["total"], "currency": d["currency"], "price_books": " ".join(d["price_books"]),
+                        "code_version": d["code_version"]} for d in data])
         return
     t = Table(title=f"runs ({len(data)})")
     t.add_column("run", no_wrap=True)

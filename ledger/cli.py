@@ -36,6 +36,20 @@ def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+def print_csv(rows: list[dict]) -> None:
+    """Rows as CSV on stdout; text cells are neutralized against formula injection."""
+    import csv
+
+    from .export.safe import safe_text
+
+    if not rows:
+        return
+    w = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: v if isinstance(v, (int, float)) or v is None else safe_text(v) for k, v in r.items()})
+
+
 def parse_instant(text: str, what: str = "time") -> datetime:
     """An ISO 8601 instant with an offset (a bare date is taken as 00:00 UTC)."""
     try:

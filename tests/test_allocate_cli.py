@@ -184,6 +184,8 @@ def test_runs_close_and_errors(ledger):
     with store.session() as s:
         assert store.closed_periods(s) == ["2026-10"]
     assert run in flat(cli("runs", "--period", "2026-10"))
+    rows = list(csv.DictReader(io.StringIO(cli("runs", "--csv"))))
+    assert [(r["run_id"], r["period_start"], r["currency"]) for r in rows] == [(run, "2026-10-01T00:00:00Z", "USD")]
     assert "idle policy 'evenly': expected one of separate, share" in \
         flat(cli_fails("allocate", "--period", "2026-10", "--idle", "evenly"))
     assert "is not a month" in cli_fails("allocate", "--period", "October")

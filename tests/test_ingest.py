@@ -387,3 +387,14 @@ def test_names_with_white_space_around_them_are_refused(ledger_home, tmp_path):
         f"{f}:2: tenant: ' acme' has white space around it (or is only white space)",
         f"{f}:3: product: '  ' has white space around it (or is only white space)"]
     assert batches() == []
+
+
+def test_batches_as_csv(ledger_home, tmp_path):
+    register("acme")
+    f = write(tmp_path / "a.csv", REQ_HEADER + "\n" + OK_ROW + "\n")
+    run("ingest", "requests", str(f))
+    r = run("batches", "--csv")
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(r.output.splitlines()))
+    assert len(rows) == 1 and rows[0]["kind"] == "requests" and rows[0]["rows_new"] == "1"
+    assert rows[0]["files"] == str(f) and rows[0]["first_at"] == "2026-10-01T00:00:00+00:00"

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from .. import store
-from ..cli import Ledger, err, fail, out, print_json
+from ..cli import Ledger, err, fail, out, print_csv, print_json
 from . import IngestError, ingest, list_batches, undo_batch
 
 KINDS_HELP = {
@@ -86,7 +86,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(batches_app, name="batches")
 
     @batches_app.callback()
-    def batches(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
+    def batches(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"),
+                as_csv: bool = typer.Option(False, "--csv")) -> None:
         """List ingest batches."""
         if ctx.invoked_subcommand:
             return
@@ -99,6 +100,10 @@ def register(app: typer.Typer) -> None:
                  "files": json.loads(b.files)} for b in rows]
         if as_json:
             print_json(data)
+            return
+        if as_csv:
+            print_csv([{**{k: v for k, v in d.items() if k != "files"},
+                        "files": " ".join(f["path"] for f in d["files"])} for d in data])
             return
         t = Table("batch", "kind", "created", "read", "new", "dup", "first", "last", "files", title=f"batches ({len(data)})")
         for d in data:
