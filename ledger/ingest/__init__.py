@@ -129,6 +129,32 @@ def _format_of(path: Path, fmt: str | None) -> str:
     return f
 
 
+@contextmanager
+def _watch(con: duckdb.DuckDBPyConnection, report: Callable[[float], None] | None):
+    """While the block runs a query on `con`, tell `report` its progress (DuckDB's percent done)."""
+    if report is None:
+        yield
+        return
+    import threading
+
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(0.1):
+            pct = con.query_progress()
+            if pct >= 0:
+                report(pct)
+
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join()
+        report(100.0)
+
+
 def _digests_in_background(paths: list[Path]):
     """SHA-256 of each file, computed in a thread while DuckDB reads (hashlib releases the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -256,7 +282,8 @@ def _connect(home: Path) -> duckdb.DuckDBPyConnection:
     con.execute(f"SET temp_directory = {lit(str(tmp))}")
     con.execute("SET memory_limit = '1200MB'")
     con.execute("SET preserve_insertion_order = true")
-    con.execute("SET enable_progress_bar = false")
+    con.execute("SET enable_progress_bar = true")  # tracked for on_progress, never printed by DuckDB
+    con.execute("SET enable_progress_bar_print = false")
     return con
 
 
@@ -279,8 +306,12 @@ def sweep_orphans(s, home: Path) -> list[Path]:
 
 def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, register_new: bool = False,
            dry_run: bool = False, as_adjustment: bool = False,
-           on_step: Callable[[str], None] | None = None) -> IngestResult:
-    """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written)."""
+           on_step: Callable[[str], None] | None = None,
+           on_progress: Callable[[float], None] | None = None) -> IngestResult:
+    """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
+
+    `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
+    long pass over the current file (for a progress bar)."""
     if kind not in facts.KINDS:
         raise IngestError([Problem(kind, None, None, f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
@@ -297,13 +328,13 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
         con = _connect(home)
         try:
             return _ingest(con, s, home, kind, [Path(p) for p in paths], fmt, register_new, dry_run, as_adjustment,
-                           step)
+                           step, on_progress)
         finally:
             con.close()
             shutil.rmtree(home / "facts" / "_tmp", ignore_errors=True)
 
 
-def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment, step) -> IngestResult:
+def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment, step, on_progress) -> IngestResult:
     spec = facts.KINDS[kind]
     sources = _open_sources(con, kind, paths, fmt)
     if _already_ingested(s, kind, sources):
@@ -337,9 +368,10 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
         out = staging / f"{i}.parquet"
         body = _read_select(kind, src, f"rej{i}", with_line=False)
         try:
-            con.execute(f"COPY (SELECT *, {booked} AS booked_at, hash({hash_cols}) AS _hash FROM "
-                        f"(SELECT {typed_cols}, {bad} AS _bad FROM ({body}))) TO {lit(str(out))} "
-                        "(FORMAT parquet, COMPRESSION zstd)").fetchall()
+            with _watch(con, on_progress):
+                con.execute(f"COPY (SELECT *, {booked} AS booked_at, hash({hash_cols}) AS _hash FROM "
+                            f"(SELECT {typed_cols}, {bad} AS _bad FROM ({body}))) TO {lit(str(out))} "
+                            "(FORMAT parquet, COMPRESSION zstd)").fetchall()
             rejects = con.execute(f"SELECT line, column_name, error_type, error_message FROM rej{i} ORDER BY line"
                                   ).fetchall() if src.fmt == "csv" else []
         except duckdb.Error as e:

@@ -24,17 +24,21 @@ KINDS_HELP = {
 
 def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, dry_run: bool, as_adjustment: bool,
          as_json: bool) -> None:
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     show = sys.stderr.isatty() and not as_json
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                        transient=True, disable=not show)
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                        TimeElapsedColumn(), console=err, transient=True, disable=not show)
     with progress:
-        task = progress.add_task(f"ingest {kind}", total=None)
+        task = progress.add_task(f"ingest {kind}", total=100)
+
+        def on_step(message: str) -> None:
+            progress.update(task, description=f"ingest {kind}: {message}", total=None, completed=0)
+
         try:
             result = ingest(kind, files, fmt=fmt, register_new=register_new, dry_run=dry_run,
-                            as_adjustment=as_adjustment,
-                            on_step=lambda m: progress.update(task, description=f"ingest {kind}: {m}"))
+                            as_adjustment=as_adjustment, on_step=on_step,
+                            on_progress=lambda pct: progress.update(task, total=100, completed=pct))
         except IngestError as e:
             progress.stop()
             fail(e.lines())
