@@ -66,7 +66,8 @@ def from_micros(micros: int) -> Decimal:
 
 def fmt(amount: Decimal) -> str:
     """A decimal string for JSON and CSV: plain notation, at the ledger precision."""
-    return format(quantize(amount), "f")
+    q = quantize(amount)
+    return format(q.copy_abs() if q == 0 else q, "f")  # never "-0.000000"
 
 
 def split(amount: Decimal, weights: Mapping[K, object] | Sequence[tuple[K, object]],

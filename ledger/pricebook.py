@@ -577,10 +577,7 @@ def default_index() -> PriceIndex:
     """The books loaded into the ledger store if any, else the shipped ``pricebooks/`` folder."""
     from . import store  # local import: the store needs the DB, the pure loader does not
 
-    try:
-        books = store.loaded_books()
-    except Exception:  # no ledger initialized here: fall back to the files
-        books = []
+    books = store.loaded_books()  # [] when no ledger exists here; a broken DB is an error, not a fallback
     if books:
         return PriceIndex(books)
     books, problems = load_books(default_paths())

@@ -277,3 +277,9 @@ def test_split_and_split_micros_agree(total, weights):
     # int keys 0..n-1 rank like indices, so the keyed split makes the same choices as the positional one
     keyed = split(from_micros(total), dict(enumerate(weights)))
     assert [to_micros(keyed[i]) for i in range(len(weights))] == split_micros(total, weights)
+
+
+def test_fmt_never_prints_negative_zero():
+    # -0.0000001 rounds to zero at the ledger precision: it prints as zero, not as "-0.000000"
+    assert fmt(D("-0.0000001")) == "0.000000"
+    assert fmt(D("-1.5")) == "-1.500000"
