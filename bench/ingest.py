@@ -9,11 +9,14 @@ own peak RSS, read with wait4):
 
 - ingest: validation of every row, typing, hashing, key checks and the Parquet facts write;
 - re-ingest of the same file (every row a duplicate: nothing written);
-- the reference: DuckDB reading the same file and grouping it by hour (count, token sums);
+- the reference: DuckDB reading the same file and grouping it by hour (count, token sums), run
+  before and after the ingests of each repeat;
 - the floor: DuckDB copying the same file to Parquet with no checks, keys or hashes (what writing
   every column costs by itself).
 
-Times are the work inside the child (imports excluded); figures are medians of the repeats.
+Times are the work inside the child (imports excluded); figures are medians of the repeats. Two
+ratios are printed: the ratio of the medians, and the median of each repeat's own ratio (against
+the mean of the references run just before and after it), which a drifting machine skews less.
 """
 from __future__ import annotations
 
@@ -109,6 +112,7 @@ def main() -> None:
     for fmt in args.formats.split(","):
         path = files[fmt]
         runs = {"ingest": [], "reingest": [], "reference": [], "copy_floor": []}
+        paired = {"ingest": [], "reingest": []}
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="ledger-bench-") as home:
                 env = dict(os.environ, LEDGER_HOME=home)
@@ -118,10 +122,16 @@ def main() -> None:
                 runs["copy_floor"].append(child(COPY_FLOOR, str(path), env))
                 first = child(INGEST, str(path), env)
                 again = child(INGEST, str(path), env)
+                ref_after = child(REFERENCE, str(path), env)
                 assert first[0]["new"] == args.rows and again[0]["new"] == 0 and again[0]["dup"] == args.rows
-                runs["reference"].append(ref)
+                runs["reference"] += [ref, ref_after]
                 runs["ingest"].append(first)
                 runs["reingest"].append(again)
+                # this repeat's ratio: against the mean of the references run just before and after it,
+                # so that a machine getting slower or faster between repeats does not skew it
+                bracket = (ref[0]["seconds"] + ref_after[0]["seconds"]) / 2
+                paired["ingest"].append(first[0]["seconds"] / bracket)
+                paired["reingest"].append(again[0]["seconds"] / bracket)
         med = {k: (statistics.median(r[0]["seconds"] for r in v), max(r[1] for r in v)) for k, v in runs.items()}
         results[fmt] = {
             "rows": args.rows, "file_mib": round(path.stat().st_size / 2**20, 1), "repeat": args.repeat,
@@ -132,6 +142,9 @@ def main() -> None:
             "ingest_vs_reference": round(med["ingest"][0] / med["reference"][0], 2),
             "reingest_vs_reference": round(med["reingest"][0] / med["reference"][0], 2),
             "copy_floor_vs_reference": round(med["copy_floor"][0] / med["reference"][0], 2),
+            "ingest_vs_reference_paired": round(statistics.median(paired["ingest"]), 2),
+            "reingest_vs_reference_paired": round(statistics.median(paired["reingest"]), 2),
+            "paired_ratios": {k: [round(x, 2) for x in v] for k, v in paired.items()},
             "all_seconds": {k: [round(r[0]["seconds"], 3) for r in v] for k, v in runs.items()},
         }
     if args.json:
@@ -147,6 +160,9 @@ def main() -> None:
               f"peak RSS {r['ingest_peak_rss_mib']:.0f} MiB, {r['ingest_vs_reference']}x the reference")
         print(f"  re-ingest: {r['reingest_seconds']:.2f} s = {r['reingest_rows_per_s']:,} rows/s, "
               f"peak RSS {r['reingest_peak_rss_mib']:.0f} MiB, {r['reingest_vs_reference']}x the reference")
+        print(f"  paired ratios (each repeat against the references just before and after it): ingest "
+              f"{r['ingest_vs_reference_paired']}x, re-ingest {r['reingest_vs_reference_paired']}x (medians); "
+              f"all: {r['paired_ratios']}")
         print(f"  all runs (s): {r['all_seconds']}")
 
 

@@ -10,9 +10,10 @@ DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
 - ``booked_at``: the instant the row counts at for allocation: ``occurred_at`` (requests, meters),
   ``decided_at`` (outcomes); for a row ingested ``--as-adjustment`` into an open period, the
   start of that period.
-- ``_hash``: DuckDB's 64-bit hash of the row's typed input columns, to tell a re-sent row (same
-  key, same hash: a duplicate) from a conflicting one (same key, other hash). The batch a row
-  came from is its file's name; the batch row in the DB lists the source files and digests.
+
+The batch a row came from is its file's name; the batch row in the DB lists the source files and
+their digests. (Files written before 2026-11 also carry ``_hash``, a 64-bit hash of the row; it is
+no longer read: a re-sent key's content is compared column by column when it is ingested.)
 """
 from __future__ import annotations
 
@@ -37,12 +38,15 @@ class Column:
 
 @dataclass(frozen=True)
 class Kind:
-    """An input kind: its `columns`, the `key` columns, and the instant column(s) that date it."""
+    """An input kind: its `columns`, the `key` columns, the instant column(s) that date it, and its
+    `categories`: the text columns of few distinct values (names of tenants, models, pools, ...),
+    which ingest reads as DuckDB ENUMs when it can (see ``ledger.ingest``)."""
 
     name: str
     columns: tuple[Column, ...]
     key: tuple[str, ...]
     dated_by: tuple[str, ...]
+    categories: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -70,7 +74,8 @@ KINDS: dict[str, Kind] = {
         Column("ttft_ms", "DOUBLE", False),
         Column("latency_ms", "DOUBLE", False),
         Column("region", "VARCHAR", False),
-    ), key=("request_id",), dated_by=("occurred_at",)),
+    ), key=("request_id",), dated_by=("occurred_at",),
+       categories=("tenant", "product", "model", "pool", "provider", "status", "region")),
     "meters": Kind("meters", (
         Column("event_id", "VARCHAR"),
         Column("occurred_at", "TIMESTAMPTZ"),
@@ -82,7 +87,8 @@ KINDS: dict[str, Kind] = {
         Column("quantity", QTY),
         Column("unit", "VARCHAR"),
         Column("region", "VARCHAR", False),
-    ), key=("event_id",), dated_by=("occurred_at",)),
+    ), key=("event_id",), dated_by=("occurred_at",),
+       categories=("tenant", "product", "meter", "sku", "unit", "region")),
     "outcomes": Kind("outcomes", (
         Column("task_id", "VARCHAR"),
         Column("tenant", "VARCHAR"),
@@ -90,7 +96,8 @@ KINDS: dict[str, Kind] = {
         Column("outcome", "VARCHAR"),
         Column("decided_at", "TIMESTAMPTZ"),
         Column("criteria", "VARCHAR"),
-    ), key=("task_id", "decided_at"), dated_by=("decided_at",)),
+    ), key=("task_id", "decided_at"), dated_by=("decided_at",),
+       categories=("tenant", "product", "outcome", "criteria")),
     "fleet": Kind("fleet", (
         Column("interval_id", "VARCHAR"),
         Column("pool", "VARCHAR"),
@@ -102,7 +109,8 @@ KINDS: dict[str, Kind] = {
         Column("purchase_option", "VARCHAR"),
         Column("role", "VARCHAR"),
         Column("capacity_tokens_per_gpu_s", QTY, False),
-    ), key=("interval_id",), dated_by=("start", "end")),
+    ), key=("interval_id",), dated_by=("start", "end"),
+       categories=("pool", "device", "region", "purchase_option", "role")),
     "charges": Kind("charges", (
         Column("charge_id", "VARCHAR"),
         Column("period_start", "TIMESTAMPTZ"),
@@ -112,7 +120,8 @@ KINDS: dict[str, Kind] = {
         Column("amount", MONEY),
         Column("currency", "VARCHAR"),
         Column("allocate", "VARCHAR"),
-    ), key=("charge_id",), dated_by=("period_start", "period_end")),
+    ), key=("charge_id",), dated_by=("period_start", "period_end"),
+       categories=("category", "currency", "allocate")),
 }
 
 REQUEST_STATUSES = ("ok", "error", "timeout", "cancelled")
@@ -120,7 +129,7 @@ OUTCOMES = ("success", "failure")
 FLEET_ROLES = ("serving", "failure_reserve", "canary", "warm_reserve", "maintenance")
 RESERVE_ROLES = FLEET_ROLES[1:]
 CHARGE_CATEGORIES = ("observability", "evaluation", "engineering_ops", "storage", "network", "tools", "other")
-BOOKKEEPING = (("booked_at", "TIMESTAMPTZ"), ("_hash", "UBIGINT"))
+BOOKKEEPING = (("booked_at", "TIMESTAMPTZ"),)
 
 
 def kind_dir(kind: str, home: Path | None = None) -> Path:

@@ -405,3 +405,139 @@ def test_batches_as_csv(ledger_home, tmp_path):
     rows = list(csv.DictReader(r.output.splitlines()))
     assert len(rows) == 1 and rows[0]["kind"] == "requests" and rows[0]["rows_new"] == "1"
     assert rows[0]["files"] == str(f) and rows[0]["first_at"] == "2026-10-01T00:00:00+00:00"
+
+
+# ---- the fast pass: names read as ENUMs, the careful pass when a name surprises it --------------
+
+def _facts_rows() -> list[tuple]:
+    return ledger_facts().execute("SELECT * FROM requests ORDER BY request_id").fetchall()
+
+
+def _ingest_outcome(path: Path, steps: list[str]):
+    """(rows new, rows duplicate, facts) of an ingest, or its problem lines; the batch is undone after."""
+    from ledger.ingest import undo_batch
+
+    try:
+        res = ingest("requests", [path], register_new=True, on_step=steps.append)
+    except IngestError as e:
+        return e.lines()
+    got = (res.rows_new, res.rows_duplicate, _facts_rows())
+    with store.session() as s:
+        undo_batch(s, res.batch_id)
+    return got
+
+
+def _careful_only(monkeypatch):
+    import ledger.ingest as ing
+
+    monkeypatch.setattr(sys.modules["ledger.ingest"], "_domains", lambda *a, **k: {})
+    return ing
+
+
+def test_fast_pass_writes_the_same_facts_as_the_careful_pass(ledger_home, shared_data, tmp_path, monkeypatch):
+    path, s_in, s_out = azure_requests_csv(shared_data, tmp_path / "azure.csv", 3000)
+    fast_steps, careful_steps = [], []
+    fast = _ingest_outcome(path, fast_steps)
+    assert fast_steps == [f"reading {path}", "checking keys", "committing"]  # no second reading
+    _careful_only(monkeypatch)
+    careful = _ingest_outcome(path, careful_steps)
+    assert fast == careful and fast[0] == 3000
+    assert sum(r[8] for r in fast[2]) == s_in and sum(r[10] for r in fast[2]) == s_out
+    # names come back as text, whichever pass wrote them
+    res = ingest("requests", [path])
+    con = duckdb.connect()
+    f = facts.batch_files("requests", res.batch_id)[0]
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('{f}'))").fetchall())
+    assert types["tenant"] == types["model"] == types["status"] == "VARCHAR"
+
+
+def test_a_name_the_sample_missed_sends_the_file_to_the_careful_pass(ledger_home, tmp_path, monkeypatch):
+    import ledger.ingest  # noqa: F401
+
+    ing = sys.modules["ledger.ingest"]
+    rows = [f"r{i},2026-10-01T00:00:{i % 60:02d}Z,acme,chat,m,p,,t{i},10,0,5,ok" for i in range(4000)]
+    rows.append("r9999,2026-10-01T01:00:00Z,rare-tenant,chat,m-rare,p,,t1,7,0,3,error")
+    f = write(tmp_path / "tail.csv", REQ_HEADER + "\n" + "\n".join(rows) + "\n")
+    monkeypatch.setattr(ing, "SAMPLE_WINDOWS", 2)
+    monkeypatch.setattr(ing, "SAMPLE_BYTES", 4096)  # two small windows: the last line is not in them
+    steps = []
+    res = ingest("requests", [f], register_new=True, on_step=steps.append)
+    assert steps[:2] == [f"reading {f}", f"reading {f} again, value by value (a value the fast pass did not expect)"]
+    assert (res.rows_new, res.registered["tenant"]) == (4001, ["acme", "rare-tenant"])
+    assert ledger_facts().execute("SELECT tenant, model, input_tokens, status FROM requests WHERE request_id = 'r9999'"
+                                  ).fetchone() == ("rare-tenant", "m-rare", 7, "error")
+
+
+def test_names_the_ledger_knows_need_no_sample(ledger_home, tmp_path, monkeypatch):
+    """Registered tenants and products, pools, and the price books' models and regions are ENUM
+    members even when the sample never shows them."""
+    from ledger import pricebook
+
+    ing = sys.modules["ledger.ingest"]
+    register("acme", "late", products=("chat",))
+    with store.session() as s:
+        books, problems = pricebook.load_books([Path(__file__).resolve().parent.parent / "pricebooks"])
+        assert not problems
+        for b in books:
+            store.store_book(s, book=b)
+        s.add(__import__("ledger.models", fromlist=["Pool"]).Pool(name="h100-pool", display_name="h100-pool"))
+        s.commit()
+        known = ing._expected_names(s, {"tenant": {"acme", "late"}, "product": {"chat"}})
+    assert {"gpt-5", "o3"} <= known["model"] and "h100-pool" in known["pool"] and "us-east-1" in known["region"]
+    rows = [f"r{i},2026-10-01T00:00:00Z,acme,chat,gpt-5,,openai,t{i},10,0,5,ok" for i in range(3000)]
+    rows.append("r9999,2026-10-01T00:00:00Z,late,chat,o3,,openai,t1,10,0,5,ok")
+    f = write(tmp_path / "known.csv", REQ_HEADER + "\n" + "\n".join(rows) + "\n")
+    monkeypatch.setattr(ing, "SAMPLE_WINDOWS", 1)
+    monkeypatch.setattr(ing, "SAMPLE_BYTES", 2048)
+    steps = []
+    assert ingest("requests", [f], on_step=steps.append).rows_new == 3001
+    assert steps == [f"reading {f}", "checking keys", "committing"]
+
+
+GOOD_NAMES = ["acme", "globex", "a,b", 'q"uote', "ünï"]
+BAD_NAMES = [" acme", "", "acme "]
+
+
+@pytest.mark.slow
+def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
+    """For random request files (odd names, quotes, blanks, bad statuses, naive instants, repeated
+    keys) and random sample sizes, the fast pass gives the careful pass's answer: the same facts and
+    counts, or the same problem lines."""
+    from unittest import mock
+
+    from hypothesis import HealthCheck, example, given, settings
+    from hypothesis import strategies as st
+
+    ing = sys.modules["ledger.ingest"]
+    ok_ts, ok_pool = "2026-10-01T00:00:00Z", ("p1", "")
+    row = st.tuples(st.integers(0, 30),
+                    st.sampled_from([ok_ts, "2026-10-02T03:04:05.123456+02:00", ok_ts, "2026-10-03T00:00:00"]),
+                    st.sampled_from(GOOD_NAMES * 3 + BAD_NAMES), st.sampled_from(["chat", "search"]),
+                    st.sampled_from(["m1", "m2", "m1", "m2", ""]),
+                    st.sampled_from([ok_pool, ("", "openai"), ok_pool, ("", "openai"), ("p1", "openai")]),
+                    st.integers(0, 99), st.sampled_from(["ok", "error", "ok", "error", "ok", "fine", ""]))
+    plain = [(i, ok_ts, "acme", "chat", "m1", ok_pool, 5, "ok") for i in range(12)]
+    seen = set()
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(rows=st.lists(row, min_size=1, max_size=60), sample=st.sampled_from([(1, 256), (2, 200), (16, 1 << 17)]))
+    @example(rows=plain, sample=(16, 1 << 17))  # the whole file sampled: the fast pass alone
+    @example(rows=plain + [(99, ok_ts, "globex", "chat", "m2", ok_pool, 5, "ok")], sample=(1, 256))  # a late name
+    def check(rows, sample):
+        path = tmp_path / "h.csv"
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(REQ_HEADER.split(","))
+            for rid, ts, tenant, product, model, (pool, prov), tokens, status in rows:
+                w.writerow([f"r{rid}", ts, tenant, product, model, pool, prov, "t1", tokens, 0, 1, status])
+        steps = []
+        with mock.patch.object(ing, "SAMPLE_WINDOWS", sample[0]), mock.patch.object(ing, "SAMPLE_BYTES", sample[1]):
+            fast = _ingest_outcome(path, steps)
+        with mock.patch.object(ing, "_domains", lambda *a, **k: {}):
+            careful = _ingest_outcome(path, [])
+        assert fast == careful
+        seen.add(("refused" if isinstance(fast, list) else "ingested",
+                  "fast, then careful" if any("again" in m for m in steps) else "one pass"))
+
+    check()
+    assert {("ingested", "one pass"), ("ingested", "fast, then careful")} <= seen, seen
