@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from ledger import facts, store
 from ledger.cli import app
-from ledger.ingest import IngestError, ingest
+from ledger.ingest import IngestError, enums, ingest
 
 pytestmark = pytest.mark.store
 runner = CliRunner()
@@ -428,10 +428,7 @@ def _ingest_outcome(path: Path, steps: list[str]):
 
 
 def _careful_only(monkeypatch):
-    import ledger.ingest as ing
-
-    monkeypatch.setattr(sys.modules["ledger.ingest"], "_domains", lambda *a, **k: {})
-    return ing
+    monkeypatch.setattr(enums, "domains", lambda *a, **k: {})
 
 
 def test_fast_pass_writes_the_same_facts_as_the_careful_pass(ledger_home, shared_data, tmp_path, monkeypatch):
@@ -452,9 +449,7 @@ def test_fast_pass_writes_the_same_facts_as_the_careful_pass(ledger_home, shared
 
 
 def test_a_name_the_sample_missed_sends_the_file_to_the_careful_pass(ledger_home, tmp_path, monkeypatch):
-    import ledger.ingest  # noqa: F401
-
-    ing = sys.modules["ledger.ingest"]
+    ing = enums
     rows = [f"r{i},2026-10-01T00:00:{i % 60:02d}Z,acme,chat,m,p,,t{i},10,0,5,ok" for i in range(4000)]
     rows.append("r9999,2026-10-01T01:00:00Z,rare-tenant,chat,m-rare,p,,t1,7,0,3,error")
     f = write(tmp_path / "tail.csv", REQ_HEADER + "\n" + "\n".join(rows) + "\n")
@@ -473,7 +468,7 @@ def test_names_the_ledger_knows_need_no_sample(ledger_home, tmp_path, monkeypatc
     members even when the sample never shows them."""
     from ledger import pricebook
 
-    ing = sys.modules["ledger.ingest"]
+    ing = enums
     register("acme", "late", products=("chat",))
     with store.session() as s:
         books, problems = pricebook.load_books([Path(__file__).resolve().parent.parent / "pricebooks"])
@@ -482,7 +477,7 @@ def test_names_the_ledger_knows_need_no_sample(ledger_home, tmp_path, monkeypatc
             store.store_book(s, book=b)
         s.add(__import__("ledger.models", fromlist=["Pool"]).Pool(name="h100-pool", display_name="h100-pool"))
         s.commit()
-        known = ing._expected_names(s, {"tenant": {"acme", "late"}, "product": {"chat"}})
+        known = ing.expected_names(s, {"tenant": {"acme", "late"}, "product": {"chat"}})
     assert {"gpt-5", "o3"} <= known["model"] and "h100-pool" in known["pool"] and "us-east-1" in known["region"]
     rows = [f"r{i},2026-10-01T00:00:00Z,acme,chat,gpt-5,,openai,t{i},10,0,5,ok" for i in range(3000)]
     rows.append("r9999,2026-10-01T00:00:00Z,late,chat,o3,,openai,t1,10,0,5,ok")
@@ -508,7 +503,7 @@ def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
     from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
 
-    ing = sys.modules["ledger.ingest"]
+    ing = enums
     ok_ts, ok_pool = "2026-10-01T00:00:00Z", ("p1", "")
     row = st.tuples(st.integers(0, 30),
                     st.sampled_from([ok_ts, "2026-10-02T03:04:05.123456+02:00", ok_ts, "2026-10-03T00:00:00"]),
@@ -533,7 +528,7 @@ def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
         steps = []
         with mock.patch.object(ing, "SAMPLE_WINDOWS", sample[0]), mock.patch.object(ing, "SAMPLE_BYTES", sample[1]):
             fast = _ingest_outcome(path, steps)
-        with mock.patch.object(ing, "_domains", lambda *a, **k: {}):
+        with mock.patch.object(ing, "domains", lambda *a, **k: {}):
             careful = _ingest_outcome(path, [])
         assert fast == careful
         seen.add(("refused" if isinstance(fast, list) else "ingested",

@@ -33,6 +33,7 @@ from sqlmodel import select
 
 from .. import config, facts, store, units
 from ..models import IngestBatch, Pool
+from . import enums
 from .checks import Check, cast_checks, cast_flag, checks, lit, q, read_type, said, typed
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -224,18 +225,18 @@ def _first_line(e: BaseException) -> str:
 
 
 def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
-                 enums: dict[str, str] | None = None) -> str:
+                 enum_types: dict[str, str] | None = None) -> str:
     """SELECT every column of the kind in its read type (absent optional columns as NULL) from one file.
 
     CSV is parsed by DuckDB into the read types (bad values become rejects with line and column),
-    or for the columns in `enums` into the ENUM type named there; JSON Lines and Parquet are read
+    or for the columns in `enum_types` into the ENUM type named there; JSON Lines and Parquet are read
     as text, cast, and carry a ``<col>__castfail`` flag per numeric column."""
     spec = facts.KINDS[kind]
     present = set(src.columns)
     path = lit(str(src.path))
-    enums = enums or {}
+    enum_types = enum_types or {}
     if src.fmt == "csv":
-        cols = "{" + ", ".join(f"{lit(c)}: {lit(enums.get(c) or read_type(kind, c))}" for c in src.columns) + "}"
+        cols = "{" + ", ".join(f"{lit(c)}: {lit(enum_types.get(c) or read_type(kind, c))}" for c in src.columns) + "}"
         rej = f", store_rejects=true, rejects_table={lit(rejects)}, rejects_scan={lit(rejects + '_scan')}" if rejects else ""
         base = (f"read_csv({path}, header=true, auto_detect=false, columns={cols}, delim=',', quote='\"', "
                 f"escape='\"', max_line_size={MAX_LINE_BYTES}, strict_mode=true{rej})")
@@ -263,94 +264,6 @@ def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
                          f"AS {q(cast_flag(c.name))}")
             outer.append(t)
     return f"SELECT {', '.join(outer)} FROM (SELECT {line}{', '.join(texts)} FROM {base})"
-
-
-# ---- the fast pass over CSV: names as ENUMs ----------------------------------------------------
-#
-# DuckDB's Parquet writer spends most of its time on text columns: each value is hashed into the
-# column chunk's dictionary and compared into its min/max statistics. The columns that name
-# things (tenant, product, model, pool, status, ...) hold a handful of distinct values in
-# millions of rows; read as an ENUM, each value is looked up once while parsing and written as
-# its index, which halves the cost of the whole pass on a large file. An ENUM needs its values in
-# advance: they come from what the ledger knows (registered tenants and products, the fixed
-# statuses, outcomes, roles and categories) and a sample of the file. A value outside them is
-# not an error: the fast pass stops at it and the careful pass (every name read as text) reads
-# the file again and judges every value as before. The sample is a guess that can cost time,
-# never a different answer.
-
-SAMPLE_WINDOWS = 16  # spread over the file
-SAMPLE_BYTES = 1 << 17  # per window; a file up to 16 x 128 KiB is read whole
-MAX_SAMPLED_VALUES = 1000  # a column showing more distinct values than this in the sample stays text
-MAX_ENUM_VALUES = 60000
-FIXED_VALUES = {("requests", "status"): facts.REQUEST_STATUSES, ("outcomes", "outcome"): facts.OUTCOMES,
-                ("fleet", "role"): facts.FLEET_ROLES, ("charges", "category"): facts.CHARGE_CATEGORIES}
-
-
-def _expected_names(s, known: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Names the ledger knows, by column: registered tenants and products, pools, and the meters,
-    SKUs (models, devices) and regions of the loaded price books."""
-    from ..models import PriceEntryRow
-
-    entries = list(s.exec(select(PriceEntryRow.meter, PriceEntryRow.sku, PriceEntryRow.region).distinct()))
-    skus = {e[1] for e in entries}
-    return {**known, "pool": set(s.exec(select(Pool.name))), "model": skus, "sku": skus, "device": skus,
-            "meter": {e[0] for e in entries}, "region": {e[2] for e in entries} - {"*"}}
-
-
-def _domains(kind: str, src: _Source, known: dict[str, set[str]]) -> dict[str, list[str]]:
-    """The ENUM members for each name column of a CSV file's fast pass ({} when there is none)."""
-    cats = [c for c in facts.KINDS[kind].categories if c in src.columns]
-    sampled = _sample_rows(src.path, len(src.columns)) if cats else None
-    if not sampled:
-        return {}
-    out = {}
-    for c in cats:
-        fixed = FIXED_VALUES.get((kind, c))
-        if fixed:
-            out[c] = list(fixed)
-            continue
-        i = src.columns.index(c)
-        seen = {r[i] for r in sampled} - {""}
-        if not seen or len(seen) > MAX_SAMPLED_VALUES:
-            continue
-        domain = seen | known.get(c, set())
-        if len(domain) <= MAX_ENUM_VALUES:
-            out[c] = sorted(domain)
-    return out
-
-
-def _sample_rows(path: Path, width: int) -> list[list[str]]:
-    """Rows of `width` fields from windows spread over a CSV file (the whole file when it is
-    small); lines cut by a window's edge, or misread because a window began inside a quoted
-    field, are dropped or add a value that is never used. [] when nothing can be read."""
-    import csv
-    import io
-
-    size = path.stat().st_size
-    if size <= SAMPLE_WINDOWS * SAMPLE_BYTES:
-        starts, length = [0], size
-    else:
-        starts, length = [size * k // SAMPLE_WINDOWS for k in range(SAMPLE_WINDOWS)], SAMPLE_BYTES
-    rows = []
-    try:
-        with path.open("rb") as fh:
-            for k, start in enumerate(starts):
-                fh.seek(start)
-                chunk = fh.read(length)
-                first = chunk.find(b"\n")  # window 0: skip the header; others: skip a partial line
-                end = len(chunk) if start + len(chunk) >= size else chunk.rfind(b"\n") + 1
-                if first < 0 or end <= first:
-                    continue
-                text = chunk[first + 1:end].decode("utf-8", "replace")
-                rows += [r for r in csv.reader(io.StringIO(text, newline="")) if len(r) == width]
-    except (OSError, csv.Error):  # e.g. a field over the csv module's limit: no fast pass
-        return []
-    return rows
-
-
-def _create_enums(con, i: int, domains: dict[str, list[str]]) -> None:
-    for c, values in domains.items():
-        con.execute(f"CREATE TYPE {q(f'_e{i}_{c}')} AS ENUM ({', '.join(lit(v) for v in values)})")
 
 
 def _copy(con, select_sql: str, out: Path, text_dictionaries: bool = True) -> None:
@@ -471,7 +384,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
         return IngestResult(kind, batch_id, files, rows, 0, rows, dry_run=dry_run)
     closed = set(store.closed_periods(s))
     known = {d: store.dim_names(s, kind=d) for d in ("tenant", "product")}
-    expected = _expected_names(s, known)
+    expected = enums.expected_names(s, known)
     base_checks = checks(kind)
     batch_id = _new_batch_id()
     staging = home / "facts" / "_staging" / batch_id
@@ -489,15 +402,15 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
         bad = " OR ".join(f"({c.bad})" for c in row_checks)
         out = staging / f"{i}.parquet"
         rejects = None
-        domains = _domains(kind, src, expected) if src.fmt == "csv" else {}
-        if domains:  # the fast pass: names read as ENUMs; any surprise and the careful pass decides
+        domains = enums.domains(kind, src.path, src.columns, expected) if src.fmt == "csv" else {}
+        if domains:  # the fast pass (see .enums): names read as ENUMs; any surprise and the careful pass decides
             try:
-                _create_enums(con, i, domains)
-                body = _read_select(kind, src, None, with_line=False, enums={c: f"_e{i}_{c}" for c in domains})
-                enums = frozenset(domains)
-                all_names = enums >= set(spec.categories) & set(src.columns)
-                fast_bad = " OR ".join(f"({c.bad})" for c in checks(kind, enums))
-                fast_typed = ", ".join(f"{typed(kind, c, enums)} AS {q(c)}" for c in spec.names)
+                types = enums.create_enums(con, f"_e{i}", domains)
+                body = _read_select(kind, src, None, with_line=False, enum_types=types)
+                as_enum = frozenset(domains)
+                all_names = as_enum >= set(spec.categories) & set(src.columns)
+                fast_bad = " OR ".join(f"({c.bad})" for c in checks(kind, as_enum))
+                fast_typed = ", ".join(f"{typed(kind, c, as_enum)} AS {q(c)}" for c in spec.names)
                 with _watch(con, on_progress):
                     _copy(con, f"SELECT *, {booked} AS booked_at FROM (SELECT {fast_typed}, {fast_bad} AS _bad "
                           f"FROM ({body}))", out, text_dictionaries=not all_names)
