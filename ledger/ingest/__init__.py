@@ -266,6 +266,21 @@ def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
     return f"SELECT {', '.join(outer)} FROM (SELECT {line}{', '.join(texts)} FROM {base})"
 
 
+def _typed_cols(kind: str, enums: frozenset[str] = frozenset()) -> str:
+    """The select list converting every read-typed column of `kind` to its fact type."""
+    return ", ".join(f"{typed(kind, c, enums)} AS {q(c)}" for c in facts.KINDS[kind].names)
+
+
+def _any_bad(row_checks: list[Check]) -> str:
+    """SQL true for a row that fails any of `row_checks`."""
+    return " OR ".join(f"({c.bad})" for c in row_checks)
+
+
+def _pass_sql(body: str, typed_cols: str, bad: str, booked: str) -> str:
+    """The one pass over a file: its typed columns, ``booked_at`` and the ``_bad`` flag."""
+    return f"SELECT *, {booked} AS booked_at FROM (SELECT {typed_cols}, {bad} AS _bad FROM ({body}))"
+
+
 def _copy(con, select_sql: str, out: Path, text_dictionaries: bool = True) -> None:
     """Write the rows of `select_sql` to the Parquet file `out`, in whatever order DuckDB's threads
     finish them (order within a fact file carries no meaning; line numbers come from the source).
@@ -389,7 +404,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     batch_id = _new_batch_id()
     staging = home / "facts" / "_staging" / batch_id
     staging.mkdir(parents=True, exist_ok=True)
-    typed_cols = ", ".join(f"{typed(kind, c)} AS {q(c)}" for c in spec.names)
+    typed_cols = _typed_cols(kind)
     open_period = store.current_open_period(s) if as_adjustment else None
     booked = _booked_sql(kind, sorted(closed), open_period)
 
@@ -399,7 +414,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     for i, src in enumerate(sources):
         step(f"reading {src.label}")
         row_checks = base_checks if src.fmt == "csv" else cast_checks(kind) + base_checks
-        bad = " OR ".join(f"({c.bad})" for c in row_checks)
+        bad = _any_bad(row_checks)
         out = staging / f"{i}.parquet"
         rejects = None
         domains = enums.domains(kind, src.path, src.columns, expected) if src.fmt == "csv" else {}
@@ -409,11 +424,9 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                 body = _read_select(kind, src, None, with_line=False, enum_types=types)
                 as_enum = frozenset(domains)
                 all_names = as_enum >= set(spec.categories) & set(src.columns)
-                fast_bad = " OR ".join(f"({c.bad})" for c in checks(kind, as_enum))
-                fast_typed = ", ".join(f"{typed(kind, c, as_enum)} AS {q(c)}" for c in spec.names)
                 with _watch(con, on_progress):
-                    _copy(con, f"SELECT *, {booked} AS booked_at FROM (SELECT {fast_typed}, {fast_bad} AS _bad "
-                          f"FROM ({body}))", out, text_dictionaries=not all_names)
+                    _copy(con, _pass_sql(body, _typed_cols(kind, as_enum), _any_bad(checks(kind, as_enum)), booked),
+                          out, text_dictionaries=not all_names)
                 rejects = []
             except duckdb.Error:
                 out.unlink(missing_ok=True)
@@ -422,7 +435,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
             body = _read_select(kind, src, f"rej{i}", with_line=False)
             try:
                 with _watch(con, on_progress):
-                    _copy(con, f"SELECT *, {booked} AS booked_at FROM (SELECT {typed_cols}, {bad} AS _bad FROM ({body}))", out)
+                    _copy(con, _pass_sql(body, typed_cols, bad, booked), out)
                 rejects = con.execute(f"SELECT line, column_name, error_type, error_message FROM rej{i} ORDER BY line"
                                       ).fetchall() if src.fmt == "csv" else []
             except duckdb.Error as e:
@@ -658,7 +671,7 @@ def _row_problems(con, kind: str, src: _Source, row_checks: list[Check]) -> tupl
     """The slow path, only for a file with bad rows: one problem per failed check, first 50 by line."""
     body = _read_select(kind, src, None, with_line=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE _bad AS SELECT * FROM ({body}) WHERE "
-                + " OR ".join(f"({c.bad})" for c in row_checks))
+                + _any_bad(row_checks))
     parts = [f"SELECT _line, {i} AS k, {lit(c.column)} AS col, CAST({c.message} AS VARCHAR) AS msg FROM _bad WHERE {c.bad}"
              for i, c in enumerate(row_checks)]
     union = " UNION ALL ".join(parts)
@@ -710,7 +723,7 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
             f"USING ({key})) n JOIN (SELECT {key}, hash({cols}) AS h FROM _existing SEMI JOIN _overlap USING ({key})) e "
             f"USING ({key}) WHERE n.h <> e.h").fetchone()[0]
     if internal_conflicts or conflicts:
-        raise IngestError(_conflict_problems(con, kind, sources, staged, s), internal_conflicts + conflicts)
+        raise IngestError(_conflict_problems(con, kind, sources, s), internal_conflicts + conflicts)
     if matched == 0 and internal_dups == 0:
         return total, 0
     con.execute(f"CREATE OR REPLACE TEMP VIEW _new AS SELECT * EXCLUDE (filename, _rn) FROM (SELECT *, row_number() "
@@ -720,7 +733,7 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
     return new, total - new
 
 
-def _conflict_problems(con, kind, sources, staged, s) -> list[Problem]:
+def _conflict_problems(con, kind, sources, s) -> list[Problem]:
     """Name both sources of each conflicting key: the new file and line, and the line or batch it
     clashes with. Lines are found by reading the new files again, numbered, for the keys in conflict."""
     spec = facts.KINDS[kind]
@@ -732,8 +745,7 @@ def _conflict_problems(con, kind, sources, staged, s) -> list[Problem]:
         UNION
         SELECT {keyl} FROM (SELECT {keyl}, hash({cols}) AS h FROM _stage) n
           JOIN (SELECT {keyl}, hash({cols}) AS h, filename FROM _existing) e USING ({keyl}) WHERE n.h <> e.h""")
-    typed_cols = ", ".join(f"{typed(kind, c)} AS {q(c)}" for c in spec.names)
-    parts = [f"SELECT {i} AS src, _line, {keyl}, hash({cols}) AS h FROM (SELECT _line, {typed_cols} FROM "
+    parts = [f"SELECT {i} AS src, _line, {keyl}, hash({cols}) AS h FROM (SELECT _line, {_typed_cols(kind)} FROM "
              f"({_read_select(kind, src, None, with_line=True)})) SEMI JOIN _clash USING ({keyl})"
              for i, src in enumerate(sources)]
     con.execute(f"CREATE OR REPLACE TEMP TABLE _lines AS {' UNION ALL '.join(parts)}")

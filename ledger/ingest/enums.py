@@ -75,7 +75,7 @@ def sample_rows(path: Path, width: int) -> list[list[str]]:
     rows = []
     try:
         with path.open("rb") as fh:
-            for k, start in enumerate(starts):
+            for start in starts:
                 fh.seek(start)
                 chunk = fh.read(length)
                 first = chunk.find(b"\n")  # window 0: skip the header; others: skip a partial line
