@@ -82,19 +82,27 @@ def child(code: str, arg: str, env: dict) -> tuple[dict, float]:
     return json.loads(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
 
 
-def make_files(rows: int, seed: int) -> dict[str, Path]:
-    sys.path.insert(0, str(HERE))
-    from synth import generate_requests, write_requests
+GENERATE = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from synth import generate_requests, write_requests
+rows, seed, files = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+table = generate_requests(rows, seed)
+for p in files:
+    write_requests(table, p + ".tmp", p.rsplit(".", 1)[1])
+    os.replace(p + ".tmp", p)
+"""
 
+
+def make_files(rows: int, seed: int) -> dict[str, Path]:
+    """The seeded files, generated in a child process: a child forked from a parent holding the
+    generated table would count the parent's pages in its own peak RSS."""
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     files = {f: out / f"requests_{rows}_{seed}.{f}" for f in ("csv", "parquet")}
     if not all(p.exists() for p in files.values()):
-        table = generate_requests(rows, seed)
-        for f, p in files.items():
-            write_requests(table, str(p) + ".tmp", f)
-            os.replace(str(p) + ".tmp", p)
-        del table
+        subprocess.run([sys.executable, "-c", GENERATE, str(HERE), str(rows), str(seed), *map(str, files.values())],
+                       check=True)
     return files
 
 

@@ -536,3 +536,56 @@ def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
 
     check()
     assert {("ingested", "one pass"), ("ingested", "fast, then careful")} <= seen, seen
+
+
+def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
+    """The key check's two sorts (numpy up to NUMPY_SORT_MAX_ROWS, DuckDB's above) find a repeated
+    value exactly when there is one: hand-made cases, then random lists with and without repeats."""
+    from unittest import mock
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    import ledger.ingest as li
+
+    con = duckdb.connect()
+
+    def both(values: list[int]) -> tuple[bool, bool]:
+        con.execute("CREATE OR REPLACE TEMP TABLE v AS SELECT unnest(?::UBIGINT[]) AS h", [values])
+        sql = "SELECT h FROM v"
+        by_numpy = li.hashes_repeat(con, sql, len(values))
+        with mock.patch.object(li, "NUMPY_SORT_MAX_ROWS", 0):
+            by_duckdb = li.hashes_repeat(con, sql, len(values))
+        return by_numpy, by_duckdb
+
+    assert both([7]) == (False, False)
+    assert both([1, 2, 3, 2**64 - 1]) == (False, False)
+    assert both([2**64 - 1, 5, 2**64 - 1]) == (True, True)  # the largest value, not adjacent in input order
+    assert both([0, 0]) == (True, True)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200), st.data())
+    def agree(values, data):
+        if data.draw(st.booleans()):  # plant a repeat
+            values = values + [data.draw(st.sampled_from(values))]
+        expected = len(set(values)) < len(values)
+        assert both(values) == (expected, expected)
+
+    agree()
+
+
+def test_duplicates_inside_one_file_on_the_duckdb_sort(ledger_home, tmp_path, monkeypatch):
+    """A batch above NUMPY_SORT_MAX_ROWS has its key hashes sorted by DuckDB: same counts, same conflict."""
+    import ledger.ingest as li
+
+    monkeypatch.setattr(li, "NUMPY_SORT_MAX_ROWS", 0)
+    register("acme")
+    same = write(tmp_path / "same.csv", REQ_HEADER + "\n" + OK_ROW + "\n" + OK_ROW + "\n")
+    r = ingest("requests", [same])
+    assert (r.rows_read, r.rows_new, r.rows_duplicate) == (2, 1, 1)
+    other = write(tmp_path / "other.csv", REQ_HEADER + "\nr9,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,1,0,1,ok\n"
+                                                      "r9,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,2,0,1,ok\n")
+    with pytest.raises(IngestError) as e:
+        ingest("requests", [other])
+    assert [str(p) for p in e.value.problems] == [
+        f"{other}:3: request_id: 'r9' is already in {other}:2 with different content (a key must not change)"]

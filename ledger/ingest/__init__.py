@@ -699,13 +699,11 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
                     f"read_parquet([{ex_list}], filename=true)")
     else:
         con.execute(f"CREATE OR REPLACE TEMP VIEW _existing AS SELECT {cols}, filename FROM _stage WHERE false")
-    # Distinct 64-bit hashes of the key prove the keys distinct: sorted, no hash equals the one
-    # before it (sorting integers is faster than a hash table of them, and far faster than one of
-    # strings). Only when hashes repeat (a duplicate, or rarely a collision) are the keys counted.
-    total, repeats = con.execute(f"SELECT count(*), count(*) FILTER (WHERE h = p) FROM (SELECT h, lag(h) OVER "
-                                 f"(ORDER BY h) AS p FROM (SELECT hash({key}) AS h FROM _stage))").fetchone()
+    # Distinct 64-bit hashes of the key prove the keys distinct (see hashes_repeat). Only when
+    # hashes repeat (a duplicate, or rarely a collision) are the keys themselves counted.
+    total = sum(x.rows for x in sources)
     distinct = total
-    if repeats:
+    if hashes_repeat(con, f"SELECT hash({key}) AS h FROM _stage", total):
         distinct = con.execute(f"SELECT count(DISTINCT ({key})) FROM _stage").fetchall()[0][0]
     internal_conflicts = internal_dups = 0
     if distinct < total:
@@ -731,6 +729,25 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
                 "WHERE _rn = 1")
     new = int(distinct - matched)
     return new, total - new
+
+
+NUMPY_SORT_MAX_ROWS = 30_000_000  # 240 MB of hashes; above it, DuckDB's sort (which can spill) decides
+
+
+def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
+    """True when some value of the one UBIGINT column of `hashes_sql` (`rows` rows) appears twice.
+
+    Sorted, a repeat sits next to its twin. Up to NUMPY_SORT_MAX_ROWS the values are fetched
+    into an array and sorted by numpy (a vectorized sort: 10M values in about 0.1 s, against
+    0.5 s for DuckDB's sort of them); above it, DuckDB sorts them and compares neighbours."""
+    if rows <= NUMPY_SORT_MAX_ROWS:
+        import numpy as np
+
+        h = np.asarray(con.execute(hashes_sql).fetchnumpy()["h"], dtype=np.uint64)
+        h.sort()  # in place: no second copy
+        return bool(h.size > 1 and (h[1:] == h[:-1]).any())
+    return bool(con.execute(f"SELECT count(*) FILTER (WHERE h = p) FROM (SELECT h, lag(h) OVER (ORDER BY h) AS p "
+                            f"FROM ({hashes_sql}))").fetchone()[0])
 
 
 def _conflict_problems(con, kind, sources, s) -> list[Problem]:
