@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Sequence
@@ -225,12 +226,13 @@ def _first_line(e: BaseException) -> str:
 
 
 def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
-                 enum_types: dict[str, str] | None = None) -> str:
+                 enum_types: dict[str, str] | None = None, direct: set[str] | None = None) -> str:
     """SELECT every column of the kind in its read type (absent optional columns as NULL) from one file.
 
     CSV is parsed by DuckDB into the read types (bad values become rejects with line and column),
     or for the columns in `enum_types` into the ENUM type named there; JSON Lines and Parquet are read
-    as text, cast, and carry a ``<col>__castfail`` flag per numeric column."""
+    as text, cast, and carry a ``<col>__castfail`` flag per numeric column, except the Parquet
+    columns in `direct` (see `parquet_direct`), taken in their own type."""
     spec = facts.KINDS[kind]
     present = set(src.columns)
     path = lit(str(src.path))
@@ -250,13 +252,20 @@ def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
                  for c in spec.columns]
     else:
         base = f"read_parquet({path})"
-        texts = [f"CAST({q(c.name)} AS VARCHAR) AS {q(c.name + '__text')}" if c.name in present
+        direct = direct or set()
+        texts = [f"{q(c.name)} AS {q(c.name + '__direct')}" if c.name in direct else
+                 f"CAST({q(c.name)} AS VARCHAR) AS {q(c.name + '__text')}" if c.name in present
                  else f"NULL::VARCHAR AS {q(c.name + '__text')}" for c in spec.columns]
     line = "row_number() OVER () AS _line, " if with_line else ""
     outer = ["_line"] if with_line else []
     for c in spec.columns:
         t, rt = q(c.name + "__text"), read_type(kind, c.name)
-        if rt == "VARCHAR":
+        if src.fmt == "parquet" and c.name in direct:  # typed in the file: no text round trip
+            d = q(c.name + "__direct")
+            outer.append(f"{d} AS {q(c.name)}" if rt == "VARCHAR" else f"CAST({d} AS {rt}) AS {q(c.name)}")
+            if rt != "VARCHAR":
+                outer += [f"false AS {q(cast_flag(c.name))}", f"NULL::VARCHAR AS {t}"]
+        elif rt == "VARCHAR":
             outer.append(f"{t} AS {q(c.name)}")
         else:
             outer.append(f"TRY_CAST(trim({t}) AS {rt}) AS {q(c.name)}")
@@ -264,6 +273,44 @@ def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
                          f"AS {q(cast_flag(c.name))}")
             outer.append(t)
     return f"SELECT {', '.join(outer)} FROM (SELECT {line}{', '.join(texts)} FROM {base})"
+
+
+_EXACT_INTS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
+
+
+def parquet_direct(kind: str, types: dict[str, str]) -> set[str]:
+    """The columns of a Parquet file (`types`: column -> DuckDB type) that can be read in their own
+    type, giving exactly the value the text round trip (cast to text, then to the read type) gives:
+
+    - text as text;
+    - instants with a time zone (Parquet's UTC-adjusted timestamps) as instants;
+    - integers and DOUBLEs where a DOUBLE is read (FLOAT is not: as text it shows its shortest
+      decimal, 0.1, which is not the float's own value);
+    - integers, and DECIMALs of scale <= 12 that fit, where a DECIMAL(38,12) is read.
+    Anything else (text holding numbers, FLOAT, DATE, ...) goes the text way and is judged there."""
+    out = set()
+    for c in facts.KINDS[kind].columns:
+        st = types.get(c.name)
+        if st is None:
+            continue
+        rt = read_type(kind, c.name)
+        if c.type == "TIMESTAMPTZ":
+            ok = st == "TIMESTAMP WITH TIME ZONE"
+        elif rt == "VARCHAR":
+            ok = st == "VARCHAR"
+        elif rt == "DOUBLE":
+            ok = st in _EXACT_INTS or st == "DOUBLE"
+        else:
+            m = re.fullmatch(r"DECIMAL\((\d+),(\d+)\)", st)
+            ok = st in _EXACT_INTS or bool(m and int(m[2]) <= 12 and int(m[1]) - int(m[2]) <= 26)
+        if ok:
+            out.add(c.name)
+    return out
+
+
+def _parquet_types(con, src: _Source) -> dict[str, str]:
+    """Each column of a Parquet file with the DuckDB type it reads as."""
+    return {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(src.path))})").fetchall()}
 
 
 def _typed_cols(kind: str, enums: frozenset[str] = frozenset()) -> str:
@@ -432,10 +479,16 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                 out.unlink(missing_ok=True)
                 step(f"reading {src.label} again, value by value (a value the fast pass did not expect)")
         if rejects is None:
-            body = _read_select(kind, src, f"rej{i}", with_line=False)
+            body, pass_typed, pass_bad = _read_select(kind, src, f"rej{i}", with_line=False), typed_cols, bad
+            if src.fmt == "parquet":  # columns typed in the file are taken as they are (no text round trip)
+                direct = parquet_direct(kind, _parquet_types(con, src))
+                instants = frozenset(c.name for c in spec.columns if c.name in direct and c.type == "TIMESTAMPTZ")
+                body = _read_select(kind, src, None, with_line=False, direct=direct)
+                pass_typed = _typed_cols(kind, instants)
+                pass_bad = _any_bad(cast_checks(kind) + checks(kind, instants))
             try:
                 with _watch(con, on_progress):
-                    _copy(con, _pass_sql(body, typed_cols, bad, booked), out)
+                    _copy(con, _pass_sql(body, pass_typed, pass_bad, booked), out)
                 rejects = con.execute(f"SELECT line, column_name, error_type, error_message FROM rej{i} ORDER BY line"
                                       ).fetchall() if src.fmt == "csv" else []
             except duckdb.Error as e:

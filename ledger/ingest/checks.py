@@ -66,37 +66,40 @@ class Check:
     message: str
 
 
-def blank(c: str, enums: frozenset[str] = frozenset()) -> str:
+def blank(c: str, valid: frozenset[str] = frozenset()) -> str:
     """SQL: the value is missing (NULL or empty). White space around tenant and product names is
     judged on their distinct values instead (see the ingest's value checks): trimming every value
     of every text column costs more than all the other checks together on a large file.
 
-    A column in `enums` was read as an ENUM: its empty value is NULL (an empty string is never a
-    member), and the plain NULL test costs a tenth of the text test."""
-    if c in _NUMERIC or c in enums:
+    A column in `valid` was read in a type that admits only valid values (an ENUM of the allowed
+    names, an instant from a typed Parquet column): its empty value is NULL (an empty string is never
+    an ENUM member), and the plain NULL test costs a tenth of the text test."""
+    if c in _NUMERIC or c in valid:
         return f"({q(c)} IS NULL)"
     return f"({q(c)} IS NULL OR {q(c)} = '')"
 
 
-def typed(kind: str, col: str, enums: frozenset[str] = frozenset()) -> str:
+def typed(kind: str, col: str, valid: frozenset[str] = frozenset()) -> str:
     """SQL converting a read-typed column to its fact type (default when blank)."""
     spec = {c.name: c for c in KINDS[kind].columns}[col]
     c = q(col)
     if spec.type == "VARCHAR":
-        if spec.required or (col in enums and spec.default == "NULL"):
+        if spec.required or (col in valid and spec.default == "NULL"):
             return c
-        return f"(CASE WHEN {blank(col, enums)} THEN {spec.default} ELSE {c} END)"
+        return f"(CASE WHEN {blank(col, valid)} THEN {spec.default} ELSE {c} END)"
     if spec.type == "TIMESTAMPTZ":  # TRY_CAST, as in the check: DuckDB then parses each value once
         return f"TRY_CAST({c} AS TIMESTAMPTZ)"
     return f"CAST(coalesce({c}, {spec.default}) AS {spec.type})"
 
 
-def _required(c: str, enums: frozenset[str] = frozenset()) -> Check:
-    return Check(c, blank(c, enums), "'required value is missing'")
+def _required(c: str, valid: frozenset[str] = frozenset()) -> Check:
+    return Check(c, blank(c, valid), "'required value is missing'")
 
 
-def _timestamp(c: str, required: bool = True) -> list[Check]:
+def _timestamp(c: str, required: bool = True, valid: frozenset[str] = frozenset()) -> list[Check]:
     x = q(c)
+    if c in valid:  # an instant read from a typed column (with its time zone): only missing is wrong
+        return [_required(c, valid)] if required else []
     present = f"NOT {blank(c)}"
     out = [_required(c)] if required else []
     out += [
@@ -136,9 +139,9 @@ def _number(c: str) -> list[Check]:
     return [Check(c, f"({x} < 0 OR NOT isfinite({x}))", said(c, "must be a finite number >= 0"))]
 
 
-def _enum(c: str, values: tuple[str, ...], enums: frozenset[str] = frozenset()) -> list[Check]:
-    if c in enums:  # read as an ENUM of exactly these values: any other value did not parse
-        return [_required(c, enums)]
+def _enum(c: str, values: tuple[str, ...], valid: frozenset[str] = frozenset()) -> list[Check]:
+    if c in valid:  # read as an ENUM of exactly these values: any other value did not parse
+        return [_required(c, valid)]
     allowed = ", ".join(lit(v) for v in values)
     return [_required(c),
             Check(c, f"NOT {blank(c)} AND {q(c)} NOT IN ({allowed})", said(c, f"is not one of {', '.join(values)}"))]
@@ -164,39 +167,40 @@ def cast_checks(kind: str) -> list[Check]:
     return out
 
 
-def checks(kind: str, enums: frozenset[str] = frozenset()) -> list[Check]:
-    """The row checks of a kind (DESIGN §3), on read-typed columns; `enums` are the columns read as
-    ENUMs (their values are members, so only a missing one needs a check)."""
+def checks(kind: str, valid: frozenset[str] = frozenset()) -> list[Check]:
+    """The row checks of a kind (DESIGN §3), on read-typed columns; `valid` are the columns read in a
+    type that admits only valid values (ENUMs of the allowed names, instants from a typed Parquet
+    column): only a missing value needs a check there."""
     def b(c: str) -> str:
-        return blank(c, enums)
+        return blank(c, valid)
 
     def req(c: str) -> Check:
-        return _required(c, enums)
+        return _required(c, valid)
 
     if kind == "requests":
-        out = [req("request_id"), *_timestamp("occurred_at"), req("tenant"), req("product"),
+        out = [req("request_id"), *_timestamp("occurred_at", True, valid), req("tenant"), req("product"),
                req("model"),
                Check("pool", f"NOT {b('pool')} AND NOT {b('provider')}",
                      "'pool and provider are both set; a request is served by one of them'"),
                Check("pool", f"{b('pool')} AND {b('provider')}", "'one of pool or provider is required'"),
                *_int("input_tokens", True), *_int("cached_input_tokens", False), *_int("output_tokens", True),
                *_int("reasoning_tokens", False), _le("cached_input_tokens", "input_tokens"),
-               _le("reasoning_tokens", "output_tokens"), *_enum("status", REQUEST_STATUSES, enums), *_number("ttft_ms"),
+               _le("reasoning_tokens", "output_tokens"), *_enum("status", REQUEST_STATUSES, valid), *_number("ttft_ms"),
                *_number("latency_ms")]
     elif kind == "meters":
-        out = [req("event_id"), *_timestamp("occurred_at"), req("tenant"), req("product"),
+        out = [req("event_id"), *_timestamp("occurred_at", True, valid), req("tenant"), req("product"),
                req("meter"), req("sku"), *_decimal("quantity", True, 9), req("unit")]
     elif kind == "outcomes":
-        out = [req("task_id"), req("tenant"), req("product"), *_enum("outcome", OUTCOMES, enums),
-               *_timestamp("decided_at"), req("criteria")]
+        out = [req("task_id"), req("tenant"), req("product"), *_enum("outcome", OUTCOMES, valid),
+               *_timestamp("decided_at", True, valid), req("criteria")]
     elif kind == "fleet":
-        out = [req("interval_id"), req("pool"), *_timestamp("start"), *_timestamp("end"),
+        out = [req("interval_id"), req("pool"), *_timestamp("start", True, valid), *_timestamp("end", True, valid),
                _ts_order("start", "end"), req("device"), *_int("gpus", True, 1), req("region"),
-               req("purchase_option"), *_enum("role", FLEET_ROLES, enums),
+               req("purchase_option"), *_enum("role", FLEET_ROLES, valid),
                *_decimal("capacity_tokens_per_gpu_s", False, 9)]
     elif kind == "charges":
-        out = [req("charge_id"), *_timestamp("period_start"), *_timestamp("period_end"),
-               _ts_order("period_start", "period_end"), *_enum("category", CHARGE_CATEGORIES, enums),
+        out = [req("charge_id"), *_timestamp("period_start", True, valid), *_timestamp("period_end", True, valid),
+               _ts_order("period_start", "period_end"), *_enum("category", CHARGE_CATEGORIES, valid),
                *_decimal("amount", True, 6), req("currency"), req("allocate"),
                Check("allocate", f"NOT {b('allocate')} AND {q('allocate')} NOT IN ('even', 'by_cost', 'by_tokens', "
                      f"'none') AND NOT (starts_with({q('allocate')}, 'tenant:') AND length({q('allocate')}) > 7)",
