@@ -2,7 +2,8 @@
 
 Stages (each returns records or problems; the caller decides to stop):
 
-1. open each file as all-text columns (CSV, JSON Lines or Parquet; one SQL source per file);
+1. open each file in its read types (CSV parsed by DuckDB, names as ENUMs when it can; JSON Lines
+   as text; Parquet in the file's own types where exact, else as text; one SQL source per file);
 2. validate every row in DuckDB (one pass, no per-row Python), plus the dimensions, units,
    currencies and closed periods the rows touch;
 3. write the typed rows to a staging Parquet file;
@@ -313,9 +314,10 @@ def _parquet_types(con, src: _Source) -> dict[str, str]:
     return {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(src.path))})").fetchall()}
 
 
-def _typed_cols(kind: str, enums: frozenset[str] = frozenset()) -> str:
-    """The select list converting every read-typed column of `kind` to its fact type."""
-    return ", ".join(f"{typed(kind, c, enums)} AS {q(c)}" for c in facts.KINDS[kind].names)
+def _typed_cols(kind: str, valid: frozenset[str] = frozenset()) -> str:
+    """The select list converting every read-typed column of `kind` to its fact type (`valid`: the
+    columns read in a type that admits only valid values, see checks.checks)."""
+    return ", ".join(f"{typed(kind, c, valid)} AS {q(c)}" for c in facts.KINDS[kind].names)
 
 
 def _any_bad(row_checks: list[Check]) -> str:
