@@ -40,22 +40,8 @@ r = ingest("requests", [sys.argv[1]], register_new=True)
 print(json.dumps({"seconds": time.perf_counter() - t, "new": r.rows_new, "dup": r.rows_duplicate}))
 """
 
-REFERENCE = """
-import json, sys, time
-import duckdb
-t = time.perf_counter()
-con = duckdb.connect()
-con.execute("SET TimeZone = 'UTC'")
-con.execute("SET enable_progress_bar = false")
-src = sys.argv[1]
-rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src}')"
-rows = con.execute(f"SELECT date_trunc('hour', occurred_at) AS h, count(*), sum(input_tokens), sum(output_tokens) "
-                   f"FROM {rel} GROUP BY 1").fetchall()
-print(json.dumps({"seconds": time.perf_counter() - t, "groups": len(rows)}))
-"""
-
-
-COPY_FLOOR = """
+# The start of both DuckDB children: the clock, a connection, and `rel`, the file as DuckDB reads it.
+DUCKDB_CHILD = """
 import json, os, sys, tempfile, time
 import duckdb
 t = time.perf_counter()
@@ -64,6 +50,16 @@ con.execute("SET TimeZone = 'UTC'")
 con.execute("SET enable_progress_bar = false")
 src = sys.argv[1]
 rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src}')"
+"""
+
+REFERENCE = DUCKDB_CHILD + """
+rows = con.execute(f"SELECT date_trunc('hour', occurred_at) AS h, count(*), sum(input_tokens), sum(output_tokens) "
+                   f"FROM {rel} GROUP BY 1").fetchall()
+print(json.dumps({"seconds": time.perf_counter() - t, "groups": len(rows)}))
+"""
+
+
+COPY_FLOOR = DUCKDB_CHILD + """
 with tempfile.TemporaryDirectory() as d:
     con.execute(f"COPY (SELECT * FROM {rel}) TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION zstd)")
     print(json.dumps({"seconds": time.perf_counter() - t}))

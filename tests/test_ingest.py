@@ -177,6 +177,28 @@ def test_parquet_with_naive_timestamps_is_refused(ledger_home, tmp_path):
     assert r.output.strip() == f"{tmp_path / 'n.parquet'}: occurred_at: timestamp column has no UTC offset (naive timestamps)"
 
 
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_parquet_timestamps_of_every_unit_naive_refused_zoned_taken(ledger_home, tmp_path, unit):
+    """Naive Parquet timestamps are refused at every unit; zoned ones (UTC-adjusted) are instants."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    register("acme")
+    when = [1790812800]  # 2026-10-01T00:00:00Z in seconds
+    scale = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[unit]
+    cols = {"request_id": ["r1"], "tenant": ["acme"], "product": ["chat"], "model": ["m"], "pool": ["p"],
+            "input_tokens": [1], "output_tokens": [1], "status": ["ok"]}
+    naive, zoned = tmp_path / "naive.parquet", tmp_path / "zoned.parquet"
+    pq.write_table(pa.table({**cols, "occurred_at": pa.array([w * scale for w in when], pa.timestamp(unit))}), naive)
+    pq.write_table(pa.table({**cols, "occurred_at": pa.array([w * scale for w in when], pa.timestamp(unit, "UTC"))}),
+                   zoned)
+    with pytest.raises(IngestError) as e:
+        ingest("requests", [naive])
+    assert e.value.lines() == [f"{naive}: occurred_at: timestamp column has no UTC offset (naive timestamps)"]
+    ingest("requests", [zoned])
+    assert ledger_facts().execute("SELECT occurred_at FROM requests").fetchone()[0].isoformat() == "2026-10-01T00:00:00+00:00"
+
 # ---- the bad-input corpus: each case, its exact message, and nothing written -------------------
 
 OK_ROW = "r1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,10,0,5,ok"

@@ -115,6 +115,7 @@ class _Source:
     label: str
     fmt: str
     columns: list[str]
+    types: dict[str, str] = field(default_factory=dict)  # Parquet: column -> DuckDB type
     sha256: str = ""
     rows: int = 0
     months: set[str] = field(default_factory=set)
@@ -206,20 +207,21 @@ def _jsonl_keys(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Problem]:
     return []
 
 
-def _parquet_columns(src: _Source) -> list[Problem]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+# Parquet timestamps that are not UTC-adjusted (those read as TIMESTAMP WITH TIME ZONE or TIMESTAMPTZ_NS)
+_NAIVE_TIMESTAMPS = {"TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"}
 
+
+def _parquet_columns(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Problem]:
+    """A Parquet file's columns and the DuckDB type each reads as (kept for the pass: see
+    `parquet_direct`); a naive timestamp column is a problem."""
     try:
-        schema = pq.read_schema(src.path)
-    except Exception as e:  # pyarrow raises several kinds for a bad file
+        rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(src.path))})").fetchall()
+    except duckdb.Error as e:
         return [Problem(src.label, None, None, f"not a Parquet file: {_first_line(e)}")]
-    src.columns = list(schema.names)
-    problems = []
-    for f in schema:
-        if pa.types.is_timestamp(f.type) and f.type.tz is None:
-            problems.append(Problem(src.label, None, f.name, "timestamp column has no UTC offset (naive timestamps)"))
-    return problems
+    src.types = {r[0]: r[1] for r in rows}
+    src.columns = list(src.types)
+    return [Problem(src.label, None, c, "timestamp column has no UTC offset (naive timestamps)")
+            for c, t in src.types.items() if t in _NAIVE_TIMESTAMPS]
 
 
 def _first_line(e: BaseException) -> str:
@@ -307,11 +309,6 @@ def parquet_direct(kind: str, types: dict[str, str]) -> set[str]:
         if ok:
             out.add(c.name)
     return out
-
-
-def _parquet_types(con, src: _Source) -> dict[str, str]:
-    """Each column of a Parquet file with the DuckDB type it reads as."""
-    return {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(src.path))})").fetchall()}
 
 
 def _typed_cols(kind: str, valid: frozenset[str] = frozenset()) -> str:
@@ -481,13 +478,13 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                 out.unlink(missing_ok=True)
                 step(f"reading {src.label} again, value by value (a value the fast pass did not expect)")
         if rejects is None:
-            body, pass_typed, pass_bad = _read_select(kind, src, f"rej{i}", with_line=False), typed_cols, bad
             if src.fmt == "parquet":  # columns typed in the file are taken as they are (no text round trip)
-                direct = parquet_direct(kind, _parquet_types(con, src))
+                direct = parquet_direct(kind, src.types)
                 instants = frozenset(c.name for c in spec.columns if c.name in direct and c.type == "TIMESTAMPTZ")
                 body = _read_select(kind, src, None, with_line=False, direct=direct)
-                pass_typed = _typed_cols(kind, instants)
-                pass_bad = _any_bad(cast_checks(kind) + checks(kind, instants))
+                pass_typed, pass_bad = _typed_cols(kind, instants), _any_bad(cast_checks(kind) + checks(kind, instants))
+            else:
+                body, pass_typed, pass_bad = _read_select(kind, src, f"rej{i}", with_line=False), typed_cols, bad
             try:
                 with _watch(con, on_progress):
                     _copy(con, _pass_sql(body, pass_typed, pass_bad, booked), out)
@@ -638,7 +635,7 @@ def _open_sources(con, kind: str, paths: list[Path], fmt: str | None) -> list[_S
             problems.extend(e.problems)
             continue
         probs = (_csv_header(src) if src.fmt == "csv" else
-                 _jsonl_keys(con, src) if src.fmt == "jsonl" else _parquet_columns(src))
+                 _jsonl_keys(con, src) if src.fmt == "jsonl" else _parquet_columns(con, src))
         if not probs:
             line = 1 if src.fmt == "csv" else None
             names = set(spec.names)
