@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from . import __version__, config, facts, store
-from .allocate import Allocation, Line, Policy, Tasks, Usage, allocate
+from .allocate import Allocation, Flag, Line, Policy, Tasks, Usage, allocate
+from .economics import Report, RunData, RunInfo, summary, unit_economics
 from .models import AllocationLine, AllocationRun, utcnow
 from .pricebook import Book, PriceIndex
 
@@ -74,8 +75,6 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
 def write_run(s: Session, *, allocation: Allocation, inputs_digest: str, code_version: str,
               run_id: str | None = None) -> AllocationRun:
     """Write the run and its lines (one bulk insert). Refuses when Σ lines != total."""
-    from .reports import summary  # the summary is the report's JSON contract
-
     if allocation.lines_total != allocation.total:
         raise RunError(f"conservation failed: lines sum to {allocation.lines_total}, the total is "
                        f"{allocation.total}; the run is not written")
@@ -148,7 +147,7 @@ def run_lines(s: Session, run_id: str) -> tuple[Line, ...]:
     rows = s.execute(sa.select(t.c.day, t.c.kind, t.c.tenant, t.c.product, t.c.model, t.c.pool, t.c.provider,
                                t.c.category, t.c.work, t.c.shared_from, t.c.quantity, t.c.unit, t.c.amount)
                      .where(t.c.run_id == run_id).order_by(t.c.id)).all()
-    return tuple(Line(*r) for r in rows)
+    return tuple(Line(**r._asdict()) for r in rows)
 
 
 def load_run(s: Session, *, run_id: str | None = None, start: datetime | None = None,
@@ -162,7 +161,28 @@ def load_run(s: Session, *, run_id: str | None = None, start: datetime | None = 
         run = current_run(s, start=start, end=end)
         if run is None:
             raise RunError(f"no allocation run for {start.isoformat()} to {end.isoformat()}: run `ledger allocate`")
-    return StoredRun(run, run_lines(s, run.id), json.loads(run.summary))
+    return StoredRun(run=run, lines=run_lines(s, run.id), summary=json.loads(run.summary))
+
+
+def run_data_of_stored(stored) -> RunData:
+    """RunData of a :class:`ledger.runs.StoredRun`."""
+    run, doc = stored.run, stored.summary
+    flags = tuple(Flag(f["kind"], f["pool"], datetime.fromisoformat(f["hour"].replace("Z", "+00:00")))
+                  for f in doc.get("flags", []))
+    info = RunInfo(run_id=run.id, start=run.period_start, end=run.period_end, currency=run.currency,
+                   price_books=tuple(json.loads(run.price_books)), idle_policy=run.idle_policy, basis=run.basis,
+                   created_at=run.created_at, code_version=run.code_version, inputs_digest=run.inputs_digest,
+                   notes=tuple(doc.get("notes", [])), flags=flags, regions=tuple(doc.get("regions", [])))
+    return RunData(info=info, lines=stored.lines, usage=stored.usage, tasks=stored.tasks)
+
+
+def load_report(s, *, by: str = "tenant", tenants: Sequence[str] | None = None, run_id: str | None = None,
+                start: datetime | None = None, end: datetime | None = None) -> Report:
+    """Unit economics of a stored run: by id, or the current run of ``[start, end)``."""
+    return unit_economics(run_data_of_stored(load_run(s, run_id=run_id, start=start, end=end)), by=by,
+                          tenants=tenants)
+
+
 
 
 def close(s: Session, *, period: str) -> tuple[bool, AllocationRun | None]:

@@ -156,7 +156,8 @@ def test_vectorized_gpu_split_equals_the_reference_split(groups, c, slack):
                 "product VARCHAR, model VARCHAR, work VARCHAR, w HUGEINT, n BIGINT, active HUGEINT)")
     con.executemany("INSERT INTO _gpu_groups VALUES ('p', 0, DATE '2026-10-01', ?, ?, 'm', ?, ?, 1, 0)",
                     [(t, p, wk, x) for t, p, wk, x in groups])
-    lines, slack_parts = _apply_gpu_split(con, [Coefficient("p", 0, c, w, slack, D(0))])
+    lines, slack_parts = _apply_gpu_split(con, [Coefficient(pool="p", hour=0, c=c, w=w, slack=slack,
+                                                            slack_gpu_s=D(0))])
     # the reference: money.split over the same keys; slack sorts after every request group
     keys = {(0, t, p, "m", wk): D(x) for t, p, wk, x in groups} | ({(1,): D(slack)} if slack else {})
     ref = split(from_micros(c), keys)

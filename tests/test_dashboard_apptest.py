@@ -228,10 +228,10 @@ def test_a_superseded_run_can_be_picked_and_shows_its_own_numbers(demo, tmp_path
 
 
 def test_downloads_are_the_cli_exports(demo, tmp_path):
-    """The download buttons serve dashboard_data's exports: the same bytes as `ledger export`."""
+    """The download buttons serve ledger.dashboard's exports: the same bytes as `ledger export`."""
     from openpyxl import load_workbook
 
-    from ledger import dashboard_data as dd
+    from ledger import dashboard as dd
     from ledger.cli import app
 
     run_id = cli(demo, "runs")[0]["run_id"]

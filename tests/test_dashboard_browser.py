@@ -167,7 +167,7 @@ def wait_for(driver, key: str, t0: float, timeout: float = 90) -> tuple[list[str
 
 def _plan() -> Path:
     """The plan the pages open with: the first example plan."""
-    from ledger.dashboard_data import example_plans
+    from ledger.dashboard import example_plans
 
     return example_plans()[0]
 

@@ -569,6 +569,7 @@ def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
     from hypothesis import strategies as st
 
     import ledger.ingest as li
+    from ledger.ingest import dedupe
 
     con = duckdb.connect()
 
@@ -576,7 +577,7 @@ def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
         con.execute("CREATE OR REPLACE TEMP TABLE v AS SELECT unnest(?::UBIGINT[]) AS h", [values])
         sql = "SELECT h FROM v"
         by_numpy = li.hashes_repeat(con, sql, len(values))
-        with mock.patch.object(li, "NUMPY_SORT_MAX_ROWS", 0):
+        with mock.patch.object(dedupe, "NUMPY_SORT_MAX_ROWS", 0):
             by_duckdb = li.hashes_repeat(con, sql, len(values))
         return by_numpy, by_duckdb
 
@@ -598,9 +599,9 @@ def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
 
 def test_duplicates_inside_one_file_on_the_duckdb_sort(ledger_home, tmp_path, monkeypatch):
     """A batch above NUMPY_SORT_MAX_ROWS has its key hashes sorted by DuckDB: same counts, same conflict."""
-    import ledger.ingest as li
+    from ledger.ingest import dedupe
 
-    monkeypatch.setattr(li, "NUMPY_SORT_MAX_ROWS", 0)
+    monkeypatch.setattr(dedupe, "NUMPY_SORT_MAX_ROWS", 0)
     register("acme")
     same = write(tmp_path / "same.csv", REQ_HEADER + "\n" + OK_ROW + "\n" + OK_ROW + "\n")
     r = ingest("requests", [same])
@@ -629,7 +630,7 @@ def test_property_parquet_typed_columns_read_as_the_text_way_reads_them(ledger_h
     from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
 
-    import ledger.ingest as li
+    from ledger.ingest import opening
 
     zones = [timezone.utc, timezone(timedelta(hours=-5)), timezone(timedelta(hours=5, minutes=30))]
     tokens = st.one_of(st.none(), st.integers(-3, 2**40), st.sampled_from([0, 1, 2**53, 2**53 + 2]))
@@ -679,7 +680,7 @@ def test_property_parquet_typed_columns_read_as_the_text_way_reads_them(ledger_h
         path = tmp_path / "h.parquet"
         pq.write_table(table, path)
         direct = _ingest_outcome(path, [])
-        with mock.patch.object(li, "parquet_direct", lambda *a, **k: set()):
+        with mock.patch.object(opening, "parquet_direct", lambda *a, **k: set()):
             text_way = _ingest_outcome(path, [])
         assert direct == text_way
         seen.add("refused" if isinstance(direct, list) else "ingested")

@@ -20,7 +20,7 @@ def raw_curves(draw):
         t = draw(st.floats(1, 500, allow_nan=False))
         agg = draw(st.none() | st.floats(1, 200_000, allow_nan=False))
         ttft = draw(st.floats(1, 5_000, allow_nan=False)) if with_ttft else None
-        pts.append(CurvePoint(float(c), t, agg, ttft, label=f"c{c}"))
+        pts.append(CurvePoint(concurrency=float(c), tok_s_user=t, output_tok_s=agg, ttft_ms=ttft, label=f"c{c}"))
     return make_curve(pts, CurveContext(source="hypothesis"))
 
 

@@ -2,7 +2,7 @@
 
 Loaders are cached per ledger (its DB URL is part of every key) and per run (runs are immutable,
 so a run's frames never go stale); the list of runs is re-read every few seconds. Sessions are
-read-only (:func:`ledger.dashboard_data.reading`) and arguments with a leading underscore are
+read-only (:func:`ledger.dashboard.reading`) and arguments with a leading underscore are
 left out of the cache key, as Streamlit does for unhashable inputs.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import streamlit as st
 from babel import Locale, UnknownLocaleError
 from babel.numbers import format_currency, format_decimal, format_percent
 
-from ledger import dashboard_data as dd
+from ledger import dashboard as dd
 from ledger.money import quantize
 
 #: Locales offered in the sidebar; `ledger dashboard --locale` (LEDGER_DASHBOARD_LOCALE) adds its own.
@@ -204,7 +204,7 @@ def price_books(state: dd.LedgerState) -> dd.PriceBooks:
 
 def pick_run(s, state: dd.LedgerState, prefix: str) -> pd.Series | None:
     """Period and run selectors (keys ``<prefix>_period`` and ``<prefix>_run``); the newest run of
-    the period is preselected. Returns the chosen run's row of :func:`ledger.dashboard_data.runs_frame`."""
+    the period is preselected. Returns the chosen run's row of :func:`ledger.dashboard.runs_frame`."""
     frame = runs(s, state.url)
     if frame.empty:
         show_guidance(state)
@@ -286,7 +286,7 @@ def _budget_frames(name: str, text: str, base_dir: str, scenarios: tuple[str, ..
 
 
 def budget_frames(source: PlanSource, books: dd.PriceBooks, scenarios: tuple[str, ...] | None = None):
-    """The budget's (months, totals, pools) frames: see ledger.dashboard_data.budget_*_frame."""
+    """The budget's (months, totals, pools) frames: see ledger.dashboard.budget_*_frame."""
     key = (books.source, tuple(b.ref for b in books.books))
     return _budget_frames(source.name, source.text, source.base_dir, scenarios, key, books)
 

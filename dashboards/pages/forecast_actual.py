@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 from pages import _common as ui
 
-from ledger import dashboard_data as dd
+from ledger import dashboard as dd
 from ledger.budget import BudgetError
 
 st.title("Forecast vs actual")

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 from pages import _common as ui
 
-from ledger import dashboard_data as dd
+from ledger import dashboard as dd
 from ledger.budget import BudgetError
 from ledger.money import MoneyError, to_decimal
 from ledger.pricebook import NoPriceError

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 from pages import _common as ui
 
-from ledger import dashboard_data as dd
+from ledger import dashboard as dd
 
 st.title("Unit economics")
 state = ui.ledger_state()

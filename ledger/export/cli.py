@@ -19,19 +19,19 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
                billing_account_name: str = typer.Option("Inference platform", "--billing-account-name",
                                                         help="FOCUS BillingAccountName and InvoiceIssuerName")) -> None:
     """Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows."""
-    from .. import cli, reports, runs, store
+    from .. import console, reports, runs, store
     from .xlsx import LocaleError, check_locale
 
     if not (xlsx or csv_file or focus):
-        cli.fail("give at least one of --xlsx FILE, --csv FILE, --focus FILE")
+        console.fail("give at least one of --xlsx FILE, --csv FILE, --focus FILE")
     if bool(period) == bool(run_id):
-        cli.fail("give either --period YYYY-MM or --run ID")
+        console.fail("give either --period YYYY-MM or --run ID")
     if xlsx:
         try:
             check_locale(locale)
         except LocaleError as e:
-            cli.fail(str(e))
-    with cli.Ledger() as s:
+            console.fail(str(e))
+    with console.Ledger() as s:
         try:
             if run_id:
                 stored = runs.load_run(s, run_id=run_id)
@@ -39,13 +39,13 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
                 start, end = store.month_bounds(period)
                 stored = runs.load_run(s, start=start, end=end)
         except (runs.RunError, store.StoreError) as e:
-            cli.fail(str(e))
+            console.fail(str(e))
     data = reports.run_data_of_stored(stored)
     try:
         written = _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name)
     except OSError as e:
-        cli.fail(f"cannot write the export: {e}")
-    cli.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
+        console.fail(f"cannot write the export: {e}")
+    console.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
 
 
 def _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name) -> list[str]:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from .. import store
-from ..cli import Ledger, err, fail, out, print_csv, print_json
+from ..console import Ledger, err, fail, out, print_csv, print_json
 from . import IngestError, ingest, list_batches, undo_batch
 
 KINDS_HELP = {

@@ -42,16 +42,16 @@ def _slas(text: str) -> tuple[float, ...]:
 
 
 def _instant(text: str | None) -> datetime:
-    from ledger.cli import parse_instant
+    from ledger.console import parse_instant
 
     return datetime.now(timezone.utc) if text is None else parse_instant(text, "--at")
 
 
 def _price_index(pricebooks: Optional[List[Path]]):
-    from ledger import pricebook
+    from ledger import pricebook, store
 
     if not pricebooks:
-        return pricebook.default_index()
+        return store.default_index()
     books, problems = pricebook.load_books(pricebooks)
     if problems:
         _fail([str(p) for p in problems])

@@ -69,8 +69,10 @@ def priced(result: SizingResult, price, *, device: str, region: str, purchase_op
     if not isinstance(hours_per_month, Decimal) or not hours_per_month.is_finite() or hours_per_month <= 0:
         raise SizingError(f"hours per month must be a positive decimal (got {hours_per_month!r})")
     per_hour = price_per_gpu_hour(price.price, price.per)
-    basis = PricingBasis(device, region, purchase_option, at, hours_per_month, price.price, price.per, price.currency,
-                         per_hour, price.book, price.version, price.source_url)
+    basis = PricingBasis(device=device, region=region, purchase_option=purchase_option, at=at,
+                         hours_per_month=hours_per_month, price=price.price, per=price.per, currency=price.currency,
+                         price_per_gpu_hour=per_hour, book=price.book, version=price.version,
+                         source_url=price.source_url)
     rows = tuple(replace(r, monthly_cost=monthly_cost(r.gpus, per_hour, hours_per_month)) for r in result.rows)
     return replace(result, rows=rows, pricing=basis)
 
@@ -84,6 +86,8 @@ def compare(base: SizingResult, alt: SizingResult) -> tuple[ComparisonRow, ...]:
     out = []
     for b, a in zip(base.rows, alt.rows):
         both = b.monthly_cost is not None and a.monthly_cost is not None
-        out.append(ComparisonRow(b.sla_tok_s_user, b.gpus, a.gpus, a.gpus - b.gpus, b.monthly_cost, a.monthly_cost,
-                                 a.monthly_cost - b.monthly_cost if both else None))
+        out.append(ComparisonRow(sla_tok_s_user=b.sla_tok_s_user, gpus_base=b.gpus, gpus_alt=a.gpus,
+                                 delta_gpus=a.gpus - b.gpus, monthly_cost_base=b.monthly_cost,
+                                 monthly_cost_alt=a.monthly_cost,
+                                 delta_monthly_cost=a.monthly_cost - b.monthly_cost if both else None))
     return tuple(out)

@@ -217,8 +217,9 @@ def _measured_point(curve: Curve, sla: float, ttft_limit: float | None, kv_cap: 
     else:
         q = pts[i + 1]
         limited = "+".join(_constraint_names(q.tok_s_user, q.ttft_ms, q.concurrency, sla, ttft_limit, kv_cap))
-    return OperatingPoint(p.concurrency, p.tok_s_user, p.replica_output_tok_s,
-                          "measured" if p.output_tok_s is not None else "derived", True, limited)
+    return OperatingPoint(c_star=p.concurrency, tok_s_user=p.tok_s_user, replica_output_tok_s=p.replica_output_tok_s,
+                          throughput_basis="measured" if p.output_tok_s is not None else "derived", measured=True,
+                          limited_by=limited)
 
 
 def _interval(ga: float, gb: float, bound: float, at_least: bool) -> tuple[float, float] | None:
@@ -249,8 +250,10 @@ def _interpolated_point(curve: Curve, sla: float, ttft_limit: float | None, kv_c
     cands: list[tuple[float, float, OperatingPoint]] = []
     for p in pts:
         if not _constraint_names(p.tok_s_user, p.ttft_ms, p.concurrency, sla, ttft_limit, kv_cap):
-            op = OperatingPoint(p.concurrency, p.tok_s_user, p.replica_output_tok_s,
-                                "measured" if p.output_tok_s is not None else "derived", True, "")
+            op = OperatingPoint(c_star=p.concurrency, tok_s_user=p.tok_s_user,
+                                replica_output_tok_s=p.replica_output_tok_s,
+                                throughput_basis="measured" if p.output_tok_s is not None else "derived", measured=True,
+                                limited_by="")
             cands.append((op.replica_output_tok_s, op.c_star, op))
     for a, b in zip(pts, pts[1:]):
         xa, dx = math.log(a.concurrency), math.log(b.concurrency) - math.log(a.concurrency)
@@ -286,7 +289,8 @@ def _interpolated_point(curve: Curve, sla: float, ttft_limit: float | None, kv_c
                 x, basis = a.replica_output_tok_s + (b.replica_output_tok_s - a.replica_output_tok_s) * u, "interpolated"
             else:
                 x, basis = c * t, "derived"
-            cands.append((x, c, OperatingPoint(c, t, x, basis, False, "")))
+            cands.append((x, c, OperatingPoint(c_star=c, tok_s_user=t, replica_output_tok_s=x, throughput_basis=basis,
+                                               measured=False, limited_by="")))
     if not cands:
         raise _infeasible(curve, sla, ttft_limit, kv_cap)
     top = max(x for x, _, _ in cands)
@@ -355,8 +359,11 @@ def size_pool(curve: Curve, *, tpm: float, sla: float, gpus_per_replica: int, ut
     total = serving + reserves.total
     cap = (capacity_tokens_per_gpu_s(op.replica_output_tok_s, isl, osl, gpus_per_replica)
            if isl is not None and osl is not None else None)
-    return SizingRow(sla, op.c_star, op.tok_s_user, op.replica_output_tok_s, op.throughput_basis, op.measured,
-                     op.limited_by, serving, reserves.total, total, total * gpus_per_replica, cap)
+    return SizingRow(sla_tok_s_user=sla, c_star=op.c_star, tok_s_user=op.tok_s_user,
+                     replica_output_tok_s=op.replica_output_tok_s, throughput_basis=op.throughput_basis,
+                     c_star_measured=op.measured, limited_by=op.limited_by, replicas_serving=serving,
+                     replicas_reserve=reserves.total, replicas=total, gpus=total * gpus_per_replica,
+                     capacity_tokens_per_gpu_s=cap)
 
 
 def _shape_problems(curve: Curve, req: SizingRequest) -> list[str]:
@@ -396,5 +403,5 @@ def size(curve: Curve, request: SizingRequest, *, memory: object | None = None) 
             errors.extend(p for p in e.problems if p not in errors)
     if errors:
         raise SizingError(errors)
-    return SizingResult(DRAFT if request.interpolate else VERDICT, curve, request, tuple(rows), isl, osl,
-                        repairs, memory)
+    return SizingResult(status=DRAFT if request.interpolate else VERDICT, curve=curve, request=request,
+                        rows=tuple(rows), isl=isl, osl=osl, repairs=repairs, memory=memory)

@@ -116,7 +116,8 @@ def parse_csv(text: str, *, source: str) -> tuple[Curve, ...]:
         if c is None:
             continue
         key = tuple(row.get(k, "") for k in _CONTEXT_COLS)
-        groups.setdefault(key, []).append(CurvePoint(c, t, agg, ttft, label=where))
+        groups.setdefault(key, []).append(CurvePoint(concurrency=c, tok_s_user=t, output_tok_s=agg, ttft_ms=ttft,
+                                                     label=where))
         if row.get("note"):
             notes.setdefault(key, [])
             if row["note"] not in notes[key]:

@@ -85,7 +85,8 @@ def _serving_point(run: dict, where: str, errors: list[str]) -> tuple[CurvePoint
     ttft_key, ttft = _first(run, ("mean_ttft_ms", "median_ttft_ms"))
     out = run.get("output_throughput")
     label = f"{where} (request_rate={rate}, max_concurrency={max_c})"
-    point = CurvePoint(c, 1000.0 / tpot, float(out) if out else None, ttft, label=label)
+    point = CurvePoint(concurrency=c, tok_s_user=1000.0 / tpot, output_tok_s=float(out) if out else None, ttft_ms=ttft,
+                       label=label)
     return point, f"tok/s/user = 1000 / {tpot_key}; concurrency = {c_basis}; TTFT = {ttft_key}", c_basis
 
 
@@ -192,7 +193,8 @@ def parse_guidellm(data: dict, *, source: str) -> tuple[Curve, ...]:
         if itl <= 0:
             errors.append(f"{where}: inter-token latency {itl} ms must be > 0")
             continue
-        points.append(CurvePoint(float(c), 1000.0 / itl, agg, ttft, label=f"benchmark {i}, {kind} {c}"))
+        points.append(CurvePoint(concurrency=float(c), tok_s_user=1000.0 / itl, output_tok_s=agg, ttft_ms=ttft,
+                                 label=f"benchmark {i}, {kind} {c}"))
         isl, osl = (_stat(m, k, where, errors, required=False) for k in ("prompt_token_count", "output_token_count"))
         if isl is not None and osl is not None:
             isl_w, osl_w, n_w = isl_w + isl * n, osl_w + osl * n, n_w + n
@@ -251,8 +253,8 @@ def parse_aiperf(data: dict, *, source: str) -> tuple[Curve, ...]:
     model = None
     if isinstance(items, list) and items:
         model = items[0].get("name") if isinstance(items[0], dict) else str(items[0])
-    point = CurvePoint(c, t, _avg(data, "output_token_throughput"), _avg(data, "time_to_first_token"),
-                       label=f"profile export, concurrency {c:g}")
+    point = CurvePoint(concurrency=c, tok_s_user=t, output_tok_s=_avg(data, "output_token_throughput"),
+                       ttft_ms=_avg(data, "time_to_first_token"), label=f"profile export, concurrency {c:g}")
     ctx = CurveContext(
         source=source, model=model, isl=_avg(data, "input_sequence_length"), osl=_avg(data, "output_sequence_length"),
         tool=f"aiperf {data.get('aiperf_version', '?')}", date=data.get("start_time"), format="aiperf",

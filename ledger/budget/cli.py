@@ -11,7 +11,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from .budget import Budget, BudgetError, budget, compare, load_plan
+from .. import console
+from . import Budget, BudgetError, budget, compare, load_plan
 
 
 class _DefaultGroup(TyperGroup):
@@ -35,44 +36,37 @@ _BOOKS_HELP = "price book files or folders (default: the plan's, else the ledger
 _SCENARIOS_HELP = "scenarios to budget, e.g. best,base,worst (default: all of the plan's)"
 
 
-def _cli():
-    from . import cli
-
-    return cli
-
-
 def _index(plan, pricebooks: Optional[List[Path]]):
-    from . import pricebook
+    from .. import pricebook, store
 
     paths = list(pricebooks or []) or list(plan.pricebooks)
     if not paths:
         try:
-            return pricebook.default_index()
+            return store.default_index()
         except ValueError as e:
-            _cli().fail(str(e).splitlines())
+            console.fail(str(e).splitlines())
     books, problems = pricebook.load_books(paths)
     if problems:
-        _cli().fail([str(p) for p in problems])
+        console.fail([str(p) for p in problems])
     return pricebook.PriceIndex(books)
 
 
 def _version() -> str:
-    from .runs import code_version
+    from ..runs import code_version
 
     return code_version()
 
 
 def compute(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List[Path]]) -> Budget:
     """Load, validate and price a plan, failing with one line per problem."""
-    cli = _cli()
     try:
         plan = load_plan(plan_path)
         names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
         if names is not None and not names:
-            cli.fail("--scenarios: give scenario names separated by commas, such as best,base,worst")
+            console.fail("--scenarios: give scenario names separated by commas, such as best,base,worst")
         return budget(plan, _index(plan, pricebooks), scenarios=names, generated_at=datetime.now(timezone.utc))
     except BudgetError as e:
-        cli.fail(e.problems)
+        console.fail(e.problems)
 
 
 @budget_app.command("forecast")
@@ -86,33 +80,32 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
                  pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                  help=_BOOKS_HELP)) -> None:
     """Size every pool month by month, price every month with the prices in force, per scenario."""
-    from .export.budget_report import budget_as_csv, budget_as_json, budget_as_table
-    from .export.xlsx import LocaleError, check_locale
+    from ..export.budget_report import budget_as_csv, budget_as_json, budget_as_table
+    from ..export.xlsx import LocaleError, check_locale
 
-    cli = _cli()
     if xlsx is not None:
         try:
             check_locale(locale)
         except LocaleError as e:
-            cli.fail(str(e))
+            console.fail(str(e))
     b = compute(plan, scenarios, pricebooks)
     version = _version()
     if xlsx is not None:
-        from .export.budget_xlsx import budget_as_xlsx
+        from ..export.budget_xlsx import budget_as_xlsx
 
         try:
             budget_as_xlsx(b, locale=locale, generated_at=b.generated_at, version=version, path=xlsx)
         except OSError as e:
-            cli.fail(f"cannot write the workbook: {e}")
+            console.fail(f"cannot write the workbook: {e}")
     if as_json:
-        cli.print_json(budget_as_json(b, version=version))
+        console.print_json(budget_as_json(b, version=version))
     elif as_csv:
         sys.stdout.write(budget_as_csv(b))
     else:
         for t in budget_as_table(b):
-            cli.out.print(t)
+            console.out.print(t)
         if xlsx is not None:
-            cli.out.print(f"workbook written to {xlsx}", markup=False)
+            console.out.print(f"workbook written to {xlsx}", markup=False)
 
 
 @budget_app.command("compare")
@@ -124,31 +117,30 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                 pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                 help=_BOOKS_HELP)) -> None:
     """The month's forecast beside the current allocation run's actuals, per category and pool."""
-    from . import runs, store
-    from .export.budget_report import comparison_as_csv, comparison_as_json, comparison_as_table
+    from .. import runs, store
+    from ..export.budget_report import comparison_as_csv, comparison_as_json, comparison_as_table
 
-    cli = _cli()
     try:
         start, end = store.month_bounds(period)
     except store.StoreError as e:
-        cli.fail(str(e))
+        console.fail(str(e))
     b = compute(plan, scenario, pricebooks)
-    with cli.Ledger() as s:
+    with console.Ledger() as s:
         try:
             stored = runs.load_run(s, start=start, end=end)
         except runs.RunError as e:
-            cli.fail(str(e))
+            console.fail(str(e))
     try:
         c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id, run_currency=stored.run.currency,
                     price_books=stored.summary.get("price_books", []), scenario=scenario)
     except BudgetError as e:
-        cli.fail(e.problems)
+        console.fail(e.problems)
     if as_json:
-        cli.print_json(comparison_as_json(c))
+        console.print_json(comparison_as_json(c))
     elif as_csv:
         sys.stdout.write(comparison_as_csv(c))
     else:
-        cli.out.print(comparison_as_table(c))
+        console.out.print(comparison_as_table(c))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from . import config
+from .. import config, console
 
 LOCALE_ENV = "LEDGER_DASHBOARD_LOCALE"
 
@@ -32,21 +32,20 @@ def dashboard_cmd(port: int = typer.Option(8501, "--port", min=1, max=65535, hel
                                              help="locale of money and numbers (changeable in the sidebar)")) -> None:
     """Serve the dashboards (unit economics, tenants, sizing and budget, price books, forecast vs
     actual) over LEDGER_HOME / LEDGER_DATABASE_URL. Read-only: the dashboard never writes to the ledger."""
-    from . import cli
-    from .export.xlsx import LocaleError, check_locale
+    from ..export.xlsx import LocaleError, check_locale
 
     try:
         check_locale(locale)
     except LocaleError as e:
-        cli.fail(str(e))
+        console.fail(str(e))
     script = app_path()
     if not script.is_file():
-        cli.fail(f"the dashboard script {script.name} is not in this installation (dashboards/ ships with the source "
+        console.fail(f"the dashboard script {script.name} is not in this installation (dashboards/ ships with the source "
                  "checkout): run `ledger dashboard` from an editable install (`pip install -e .`)")
     env = dict(os.environ)
     env["LEDGER_HOME"] = str(config.ledger_home())  # resolved here: the server must read this very home
     env[LOCALE_ENV] = locale
-    cli.err.print(f"ledger dashboard on http://{host}:{port} over the ledger home {env['LEDGER_HOME']} "
+    console.err.print(f"ledger dashboard on http://{host}:{port} over the ledger home {env['LEDGER_HOME']} "
                   "(Ctrl+C stops it)", markup=False, highlight=False)
     raise typer.Exit(_serve(streamlit_command(host=host, port=port), env))
 

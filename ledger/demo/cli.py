@@ -10,16 +10,10 @@ import typer
 from babel.numbers import format_decimal
 from rich.table import Table
 
-from . import demo
+from .. import console, demo
 
 KIND_LABELS = {"fleet": "fleet intervals", "requests": "requests", "outcomes": "task outcomes",
                "meters": "meter events", "charges": "invoice charges"}
-
-
-def _cli():
-    from . import cli  # the main app's helpers (fail, print_json, consoles)
-
-    return cli
 
 
 def _money(text: str | Decimal) -> str:
@@ -54,7 +48,7 @@ def _as_json(result: demo.DemoResult, home_given: bool) -> dict:
 
 
 def _print(result: demo.DemoResult, home_given: bool) -> None:
-    out = _cli().out
+    out = console.out
     doc, cur = result.summary, result.summary["currency"]
     p = doc["period"]
     built = ", ".join(f"{result.inputs.rows[k]:,} {KIND_LABELS[k]}" for k in demo.KINDS)
@@ -114,19 +108,18 @@ def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger ho
     and print where the money went. Refuses a home that already holds data unless --force."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    cli = _cli()
     if home is not None:
         os.environ["LEDGER_HOME"] = str(home.resolve())
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=cli.err,
-                  transient=True, disable=not cli.err.is_terminal or as_json) as bar:
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console.err,
+                  transient=True, disable=not console.err.is_terminal or as_json) as bar:
         task = bar.add_task("demo", total=None)
         try:
             result = demo.run_demo(force=force, on_step=lambda m: bar.update(task, description=m))
         except demo.DemoError as e:
             bar.stop()
-            cli.fail(str(e).splitlines())
+            console.fail(str(e).splitlines())
     if as_json:
-        cli.print_json(_as_json(result, home is not None))
+        console.print_json(_as_json(result, home is not None))
     else:
         _print(result, home is not None)
 

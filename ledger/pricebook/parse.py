@@ -1,143 +1,25 @@
-"""Dated price books: load and validate TOML books, and look up the price in force at an instant."""
+"""Parse and validate one price book's TOML text into a Book, with one Problem per fault."""
 from __future__ import annotations
 
-import bisect
 import hashlib
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
-from pathlib import Path
 
 from babel.numbers import list_currencies
 
-from . import units
-from .money import MoneyError, quantize, to_decimal
-
-#: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens.
-GPU_METERS = frozenset({"gpu_time"})
-TOKEN_METERS = frozenset({"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"})
-#: The dimensions a price may be `per` (pint names them in brackets); a price per parsec is a typo.
-METERED_DIMENSIONS = frozenset({"[gpu]", "[token]", "[request]", "[call]", "[span]", "[information]", "[time]"})
-#: The precision of an effective price that amortizes an upfront amount (a price, not money).
-EFFECTIVE_PRICE_EXP = Decimal("1e-10")
+from .. import units
+from ..money import MoneyError, quantize, to_decimal
+from .records import (EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, TOKEN_METERS, Book, FxRate, Price, Problem,
+                      Tier)
 
 _CURRENCIES = frozenset(list_currencies())
 _BOOK_FIELDS = {"name", "version", "currency", "source", "retrieved_at", "description"}
 _PRICE_FIELDS = {"meter", "sku", "region", "purchase_option", "price", "currency", "per", "effective_from",
                  "effective_to", "source_url", "description", "tiers", "upfront", "term"}
 _FX_FIELDS = {"from", "to", "rate", "effective_from", "effective_to", "source_url"}
-
-
-class NoPriceError(LookupError, ValueError):
-    """No price in force for a usage: never a silent zero."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong in a price book: `file`, the `entry` it concerns, and the `message`."""
-
-    file: str
-    entry: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.entry}: {self.message}" if self.entry else f"{self.file}: {self.message}"
-
-
-@dataclass(frozen=True)
-class Tier:
-    """Long-context tier: when a request has more than `above_input_tokens` input tokens, `price`
-    (per the entry's `per`) applies to every token of that request for the entry's meter."""
-
-    above_input_tokens: int
-    price: Decimal
-
-
-@dataclass(frozen=True)
-class Price:
-    """A price in force over ``[effective_from, effective_to)`` (end exclusive; None is open-ended).
-
-    Fields: `meter`, `sku`, `region` (``*`` = any), `purchase_option` (``*`` = any); `price` is the
-    effective price in `currency` per one `per` (a pint expression such as ``gpu * hour`` or
-    ``1e6 * token``), with any `upfront` amount amortized over `term`; `list_price` is the price
-    as written; `tiers` are long-context tiers, ascending; `book`, `version`, `entry` (1-based
-    index in the book) and `source_url` say where it came from.
-    """
-
-    meter: str
-    sku: str
-    region: str
-    purchase_option: str
-    price: Decimal
-    currency: str
-    per: str
-    effective_from: datetime
-    effective_to: datetime | None
-    source_url: str
-    book: str
-    version: str
-    entry: int
-    list_price: Decimal
-    tiers: tuple[Tier, ...] = ()
-    upfront: Decimal | None = None
-    term: str | None = None
-    description: str = ""
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.meter, self.sku, self.region, self.purchase_option)
-
-    def in_force(self, at: datetime) -> bool:
-        return self.effective_from <= at and (self.effective_to is None or at < self.effective_to)
-
-    def price_for_request(self, input_tokens: int) -> Decimal:
-        """The per-`per` price for a request with `input_tokens` (highest tier exceeded, else base)."""
-        p = self.price
-        for t in self.tiers:
-            if input_tokens > t.above_input_tokens:
-                p = t.price
-        return p
-
-    def label(self) -> str:
-        return "/".join(self.key)
-
-
-@dataclass(frozen=True)
-class FxRate:
-    """`rate` units of `to` for one unit of `from_`, in force over ``[effective_from, effective_to)``."""
-
-    from_: str
-    to: str
-    rate: Decimal
-    effective_from: datetime
-    effective_to: datetime | None
-    source_url: str
-    book: str
-    version: str
-
-
-@dataclass(frozen=True)
-class Book:
-    """One version of a price book as written in `path`; `digest` is the SHA-256 of its bytes."""
-
-    name: str
-    version: str
-    currency: str
-    source: str
-    retrieved_at: date
-    path: str
-    digest: str
-    text: str
-    prices: tuple[Price, ...] = field(default=())
-    fx: tuple[FxRate, ...] = field(default=())
-    description: str = ""
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}@{self.version}"
 
 
 def _instant(value: object) -> datetime | str:
@@ -393,7 +275,8 @@ def _parse_fx(raw: object, i: int, book: str, version: str, err) -> FxRate | Non
         for m in problems:
             err(f"{where} {raw.get('from')}->{raw.get('to')}", m)
         return None
-    return FxRate(raw["from"], raw["to"], rate, start, end, str(raw.get("source_url", "")), book, version)
+    return FxRate(from_=raw["from"], to=raw["to"], rate=rate, effective_from=start, effective_to=end,
+                  source_url=str(raw.get("source_url", "")), book=book, version=version)
 
 
 def _group(items, keyfn) -> dict:
@@ -412,175 +295,3 @@ def _overlaps(prices: Iterable[Price]) -> list[tuple[Price, Price]]:
             if a.effective_to is None or b.effective_from < a.effective_to:
                 found.append((a, b))
     return found
-
-
-def _book_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
-    files: list[Path] = []
-    problems: list[Problem] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            found = sorted(path.glob("*.toml"))
-            if not found:
-                problems.append(Problem(str(path), "", "no *.toml price books in this folder"))
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            problems.append(Problem(str(path), "", "no such file or folder"))
-    return files, problems
-
-
-def load_books(paths: Sequence[str | Path]) -> tuple[list[Book], list[Problem]]:
-    """Load every book in `paths` (files or folders of ``*.toml``) and check them together.
-
-    Returns the valid books and all problems. Of several versions of one book name the newest
-    is the one in force; prices of different books must not overlap for the same key.
-    """
-    files, problems = _book_files(paths)
-    books: list[Book] = []
-    for f in files:
-        try:
-            text = f.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            problems.append(Problem(str(f), "", f"cannot read: {e}"))
-            continue
-        book, probs = parse_book(text, str(f))
-        problems.extend(probs)
-        if book is not None:
-            books.append(book)
-    problems.extend(cross_book_problems(books))
-    return books, problems
-
-
-def in_force_books(books: Iterable[Book]) -> list[Book]:
-    """The newest version of each book name (versions compare as text, ISO dates sort right)."""
-    newest: dict[str, Book] = {}
-    for b in books:
-        if b.name not in newest or b.version > newest[b.name].version:
-            newest[b.name] = b
-    return sorted(newest.values(), key=lambda b: b.name)
-
-
-def cross_book_problems(books: Iterable[Book], *, new: Iterable[str] = ()) -> list[Problem]:
-    """Overlaps between the prices of different books (each at its version in force).
-
-    Each overlap is reported on the book of the later price, except that a book named in `new`
-    (books being loaded beside ones already stored) takes the blame from a stored one.
-    """
-    current = in_force_books(books)
-    by_ref = {b.ref: b for b in current}
-    fresh = set(new)
-    out = []
-    for a, b in _overlaps(p for bk in current for p in bk.prices):
-        if a.book != b.book:
-            if a.book in fresh and b.book not in fresh:
-                a, b = b, a
-            out.append(Problem(by_ref[f"{b.book}@{b.version}"].path, f"price[{b.entry}] {b.label()}",
-                               f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key"))
-    return out
-
-
-class PriceIndex:
-    """Dated lookups over books: for each key, prices sorted by `effective_from` and found by bisect."""
-
-    def __init__(self, books: Iterable[Book]):
-        self.books = in_force_books(books)
-        self._by_key: dict[tuple[str, str, str, str], list[Price]] = defaultdict(list)
-        for b in self.books:
-            for p in b.prices:
-                self._by_key[p.key].append(p)
-        for ps in self._by_key.values():
-            ps.sort(key=lambda p: p.effective_from)
-        self._starts = {k: [p.effective_from for p in ps] for k, ps in self._by_key.items()}
-        self._fx: dict[tuple[str, str], list[FxRate]] = defaultdict(list)
-        for b in self.books:
-            for r in b.fx:
-                self._fx[(r.from_, r.to)].append(r)
-        for rs in self._fx.values():
-            rs.sort(key=lambda r: r.effective_from)
-
-    @property
-    def refs(self) -> list[str]:
-        return [b.ref for b in self.books]
-
-    def prices(self) -> list[Price]:
-        return [p for ps in self._by_key.values() for p in ps]
-
-    def _lookup(self, key: tuple[str, str, str, str], at: datetime) -> Price | None:
-        ps = self._by_key.get(key)
-        if not ps:
-            return None
-        i = bisect.bisect_right(self._starts[key], at) - 1
-        if i >= 0 and ps[i].in_force(at):
-            return ps[i]
-        return None
-
-    def price_at(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*",
-                 at: datetime) -> Price:
-        """The price in force at `at` for the key, trying the exact region then ``*``, and the
-        exact purchase option then ``*``. Raises NoPriceError naming meter, sku, region and time."""
-        if at.tzinfo is None:
-            raise ValueError("price_at needs an aware datetime")
-        for r in dict.fromkeys((region, "*")):
-            for o in dict.fromkeys((purchase_option, "*")):
-                p = self._lookup((meter, sku, r, o), at)
-                if p is not None:
-                    return p
-        raise NoPriceError(f"no price in force for meter {meter}, sku {sku}, region {region}, purchase option "
-                           f"{purchase_option} at {at.astimezone(timezone.utc).isoformat()}")
-
-    def changes(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*") -> list[datetime]:
-        """Instants at which the price for this key (or its ``*`` fallbacks) starts or ends."""
-        out = set()
-        for r in dict.fromkeys((region, "*")):
-            for o in dict.fromkeys((purchase_option, "*")):
-                for p in self._by_key.get((meter, sku, r, o), []):
-                    out.add(p.effective_from)
-                    if p.effective_to:
-                        out.add(p.effective_to)
-        return sorted(out)
-
-    def in_force(self, at: datetime, *, meter: str | None = None, sku: str | None = None,
-                 region: str | None = None) -> list[Price]:
-        """All prices in force at `at`, optionally filtered (region matches exactly or ``*``)."""
-        out = []
-        for key, ps in sorted(self._by_key.items()):
-            if meter and key[0] != meter or sku and key[1] != sku or region and key[2] not in (region, "*"):
-                continue
-            p = self._lookup(key, at)
-            if p is not None:
-                out.append(p)
-        return out
-
-    def fx_rate(self, from_: str, to: str, at: datetime) -> Decimal:
-        """Units of `to` per unit of `from_` at `at` (1 for the same currency; an inverse rate is
-        used when only the reverse is in the book). Raises NoPriceError when none is in force."""
-        if from_ == to:
-            return Decimal(1)
-        for (a, b), inverse in (((from_, to), False), ((to, from_), True)):
-            for r in self._fx.get((a, b), []):
-                if r.effective_from <= at and (r.effective_to is None or at < r.effective_to):
-                    return (Decimal(1) / r.rate) if inverse else r.rate
-        raise NoPriceError(f"no FX rate in force for {from_}->{to} at {at.astimezone(timezone.utc).isoformat()}")
-
-
-def default_paths() -> list[Path]:
-    """The shipped price books folder (``pricebooks/`` of the project, or of the working directory)."""
-    here = Path.cwd() / "pricebooks"
-    if here.is_dir():
-        return [here]
-    return [Path(__file__).resolve().parent.parent / "pricebooks"]
-
-
-def default_index() -> PriceIndex:
-    """The books loaded into the ledger store if any, else the shipped ``pricebooks/`` folder."""
-    from . import store  # local import: the store needs the DB, the pure loader does not
-
-    books = store.loaded_books()  # [] when no ledger exists here; a broken DB is an error, not a fallback
-    if books:
-        return PriceIndex(books)
-    books, problems = load_books(default_paths())
-    if problems:
-        raise ValueError("price books have problems:\n" + "\n".join(map(str, problems)))
-    return PriceIndex(books)

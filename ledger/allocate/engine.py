@@ -1,0 +1,116 @@
+"""The run: :func:`allocate` follows the numbered order of operations of DESIGN §4 over the period's facts."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
+
+import duckdb
+
+from ..pricebook import PriceIndex
+from .charges import _charge_lines, price_charges
+from .gpu import _apply_gpu_split, _gpu_groups, gpu_coefficients
+from .idle import _idle_lines
+from .lines import _check_conservation, _direct_costs, _direct_lines, _merge, _total
+from .period import _prepare, _regions, _tasks, _usage
+from .pricing import _Pricer, price_fleet, price_meters, price_provider
+from .records import Allocation, AllocationError, Policy, _iso
+
+# The engine is a pure function of the facts (DuckDB relations ``requests, meters, outcomes, fleet,
+# charges`` with the columns of ledger.facts), a PriceIndex and a Policy. It returns an Allocation:
+# exact lines whose sum equals the sum of the priced resources (checked with ``==``), plus flags,
+# notes and usage counts. Per-request work is done in DuckDB (group-bys, and the largest-remainder
+# GPU split in integer micro-units with window functions); Python only prices aggregates (fleet
+# interval-hours, token buckets, meter groups, charge days) and never loops over requests.
+#
+# Order of operations (each step is a function of the module named):
+#
+# 1. price resources: price_fleet (C_serve, C_reserve per pool and hour), price_provider,
+#    price_meters (pricing), price_charges (charges);
+# 2. active tokens: _gpu_groups (gpu: weights per request group and pool-hour);
+# 3. GPU share: gpu_coefficients (gpu: rate denominators, idle slack weights, flags) apart from
+#    _apply_gpu_split (gpu: the largest-remainder split);
+# 4. idle: _idle_lines (idle: separate, or shared over tenants by direct GPU cost);
+# 5. failed work: the ``work`` column of every request and meter group (_prepare in period);
+# 6. shared charges: _charge_lines (charges);
+# 7. lines and conservation: allocate asserts ``sum(lines) == total`` (lines).
+
+
+def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, prices: PriceIndex,
+             policy: Policy = Policy(), progress: Callable[[str], None] | None = None) -> Allocation:
+    """Allocate ``[start, end)`` (end exclusive, UTC) over the facts visible in `con`.
+
+    Raises :class:`AllocationError` listing every problem (a missing price or FX rate names meter,
+    sku, region and time; a unit that cannot convert names the meter) and when Σ lines != total.
+    """
+    problems = policy.problems()
+    if start.tzinfo is None or end.tzinfo is None:
+        problems.append("the period bounds must be aware UTC instants")
+    elif not start < end:
+        problems.append(f"the period is empty: {_iso(start)} is not before {_iso(end)}")
+    if problems:
+        raise AllocationError(problems)
+    say = progress or (lambda _stage: None)
+    pricer = _Pricer(prices, policy.currency)
+
+    say("reading the period's facts")                                                     # 2, 5
+    _prepare(con, start, end, policy, pricer)
+
+    say("pricing the fleet, provider tokens, meters and charges")                        # 1
+    fleet = price_fleet(con, pricer, start, end)
+    provider = price_provider(con, pricer)
+    meters = price_meters(con, pricer)
+    charge_days = price_charges(con, pricer, start, end)
+
+    say("weighing requests")                                                              # 2
+    weights = _gpu_groups(con)
+
+    say("splitting GPU cost")                                                             # 3
+    coeffs, flags, weight_problems = gpu_coefficients(fleet, weights, policy)
+    problems = sorted(pricer.problems.values()) + weight_problems
+    if problems:
+        raise AllocationError(problems)
+    gpu_groups, slack = _apply_gpu_split(con, coeffs)
+    lines, provider_amounts, meter_amounts = _direct_lines(gpu_groups, provider, meters)
+
+    say("booking idle")                                                                   # 4
+    gpu_direct, direct = _direct_costs(lines)
+    lines += _idle_lines(fleet, coeffs, slack, gpu_direct, policy)
+
+    say("allocating shared charges")                                                      # 6
+    usage = _usage(con)
+    tokens: dict[str, int] = defaultdict(int)
+    for u in usage:
+        tokens[u.tenant] += u.active_tokens
+    charge_problems: dict[tuple, str] = {}
+    charge_lines, notes = _charge_lines(charge_days, direct, tokens, charge_problems)
+    if charge_problems:
+        raise AllocationError(sorted(charge_problems.values()))
+    lines += charge_lines
+
+    say("checking conservation")                                                          # 7
+    total = _total(fleet, provider_amounts, meter_amounts, charge_days)
+    merged = _merge(lines)
+    _check_conservation(merged, total)
+
+    notes = list(notes) + _notes(fleet, weights, flags, policy)
+    return Allocation(start=start, end=end, policy=policy, price_books=tuple(prices.refs), total=total,
+                      lines=merged, flags=tuple(sorted(flags, key=lambda f: (f.kind, f.pool, f.hour))),
+                      notes=tuple(notes), usage=usage, tasks=_tasks(con, start, end),
+                      regions=_regions(con, start, end))
+
+
+def _notes(fleet, weights, flags, policy: Policy) -> list[str]:
+    notes = []
+    if policy.basis == "kv_token_seconds":
+        notes.append("basis kv_token_seconds: capacity in tokens/s does not apply, so each serving hour's cost "
+                     "goes wholly to its requests (r = C_serve / W); hours without requests are idle slack")
+    pools_with_fleet = {pool for pool, _ in fleet}
+    for pool in sorted({pool for pool, _ in weights} - pools_with_fleet):
+        notes.append(f"pool {pool} has requests but no fleet interval in the period: its requests carry no GPU cost")
+    by_kind: dict[tuple[str, str], int] = defaultdict(int)
+    for f in flags:
+        by_kind[(f.kind, f.pool)] += 1
+    for (kind, pool), n in sorted(by_kind.items()):
+        notes.append(f"pool {pool}: {n} hours flagged {kind}")
+    return notes

@@ -1,0 +1,153 @@
+"""GPU share: request weights per pool-hour, the split coefficients and flags, and the largest-remainder split."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+
+import duckdb
+import pyarrow as pa
+
+from ..money import from_micros, quantize, to_micros
+from .pricing import PoolHour, _Group
+from .records import Flag, Policy, _at, _iso, _scale
+
+
+def _gpu_groups(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], tuple[int, int]]:
+    """§4.2 Table `_gpu_groups`: per pool, hour and (tenant, product, model, work) the integer
+    weight `w` (computed in the pass of :func:`_prepare`), requests `n` and active tokens.
+    Returns {(pool, hour): (W, requests without latency)}."""
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _gpu_groups AS
+        SELECT pool, hour, CAST(make_timestamp(hour) AS DATE) AS day, tenant, product, model, work,
+               CAST(sum(w) AS HUGEINT) AS w, sum(n) AS n, CAST(sum(active) AS HUGEINT) AS active,
+               sum(no_latency) AS no_latency
+        FROM _groups WHERE pool IS NOT NULL
+        GROUP BY pool, hour, tenant, product, model, work""")
+    return {(pool, hour): (int(w), int(nl)) for pool, hour, w, nl in con.execute(
+        "SELECT pool, hour, sum(w), sum(no_latency) FROM _gpu_groups GROUP BY ALL").fetchall()}
+
+
+# ---- 3. GPU share: coefficients ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Coefficient:
+    """How C_serve of one pool-hour splits: `c` micro-units over request weights summing to `w`
+    plus idle slack weight `slack` (denominator `d` = w + slack = max(K, W), or W when K is
+    unknown); `slack_gpu_s` the unused serving GPU-seconds."""
+
+    pool: str
+    hour: int
+    c: int
+    w: int
+    slack: int
+    slack_gpu_s: Decimal
+
+    @property
+    def d(self) -> int:
+        return self.w + self.slack
+
+
+def gpu_coefficients(fleet: Mapping[tuple[str, int], PoolHour], weights: Mapping[tuple[str, int], tuple[int, int]],
+                     policy: Policy) -> tuple[list[Coefficient], list[Flag], list[str]]:
+    """§4.3 For each pool-hour: the split denominators and idle slack, the flags, and problems
+    (kv_token_seconds basis with requests lacking latency)."""
+    scale = {pool: _scale(w) for pool, w in policy.weights}
+    coeffs: list[Coefficient] = []
+    flags: list[Flag] = []
+    problems: list[str] = []
+    no_latency_n: dict[str, int] = defaultdict(int)
+    no_latency_first: dict[str, int] = {}
+    for key in sorted(set(fleet) | set(weights)):
+        pool, hour = key
+        ph = fleet.get(key)
+        w, no_latency = weights.get(key, (0, 0))
+        if policy.basis == "kv_token_seconds" and no_latency:
+            no_latency_n[pool] += no_latency
+            no_latency_first.setdefault(pool, hour)
+        if ph is None or not ph.serving:
+            if key in weights:
+                flags.append(Flag("no_fleet", pool, _at(hour)))
+            continue
+        if policy.basis == "kv_token_seconds":
+            k = None
+        elif ph.k is None:
+            k = None
+            if w > 0:
+                flags.append(Flag("capacity_unknown", pool, _at(hour)))
+        else:
+            k = int(quantize(ph.k * scale.get(pool, 1), Decimal(1)))
+            if w > k:
+                flags.append(Flag("over_capacity", pool, _at(hour)))
+        c = to_micros(ph.c_serve)
+        if w == 0:  # an hour with no usage is all slack
+            coeffs.append(Coefficient(pool=pool, hour=hour, c=c, w=0, slack=1, slack_gpu_s=ph.serving_gpu_s))
+            continue
+        d = max(k, w) if k is not None else w
+        with localcontext() as ctx:
+            ctx.prec = 60
+            slack_gpu_s = quantize(ph.serving_gpu_s * (d - w) / d)
+        coeffs.append(Coefficient(pool=pool, hour=hour, c=c, w=w, slack=d - w, slack_gpu_s=slack_gpu_s))
+    for pool in sorted(no_latency_n):
+        problems.append(f"pool {pool}: {no_latency_n[pool]} requests have no latency_ms (first in the hour "
+                        f"{_iso(_at(no_latency_first[pool]))}); the kv_token_seconds basis needs it "
+                        "(use --basis active_tokens)")
+    return coeffs, flags, problems
+
+
+# ---- 3. GPU share: applying the coefficients ---------------------------------------------------
+
+_SPLIT_SQL = """
+WITH rows AS (
+    SELECT g.pool, g.hour, g.day, 0 AS is_slack, g.tenant, g.product, g.model, g.work, g.w AS wt, g.active,
+           c.c, c.d
+    FROM _gpu_groups g JOIN _coeff c ON g.pool = c.pool AND g.hour = c.hour
+    UNION ALL
+    SELECT pool, hour, NULL, 1, NULL, NULL, NULL, NULL, slack, 0, c, d FROM _coeff WHERE slack > 0
+), q AS (
+    SELECT *, (c * wt) // d AS base, (c * wt) % d AS rem FROM rows
+), r AS (
+    SELECT *, c - sum(base) OVER (PARTITION BY pool, hour) AS left_over,
+           row_number() OVER (PARTITION BY pool, hour
+                              ORDER BY rem DESC, wt DESC, is_slack, tenant, product, model, work) AS rk
+    FROM q
+)
+SELECT pool, hour, day, is_slack, tenant, product, model, work, active,
+       base + CASE WHEN rk <= left_over THEN 1 ELSE 0 END AS part
+FROM r
+"""
+
+
+def _apply_gpu_split(con: duckdb.DuckDBPyConnection,
+                     coeffs: Sequence[Coefficient]) -> tuple[dict[tuple, _Group], dict[tuple[str, int], int]]:
+    """Split each pool-hour's C_serve (integer micro-units) over its request groups and idle slack
+    by largest remainder: part = floor(c × w / d), then the units left go one each by larger
+    remainder, larger weight, request groups before slack, then (tenant, product, model, work).
+
+    Returns tenant GPU line groups (day, tenant, product, model, pool, work) with amounts in
+    micro-units as Decimal, and the idle slack in micro-units per pool-hour."""
+    slack: dict[tuple[str, int], int] = {}
+    split_rows = [c for c in coeffs if c.w > 0]
+    for c in coeffs:
+        if c.w == 0:
+            slack[(c.pool, c.hour)] = c.c
+    tbl = pa.table({"pool": pa.array([c.pool for c in split_rows], pa.string()),
+                    "hour": pa.array([c.hour for c in split_rows], pa.int64()),
+                    "c": pa.array([str(c.c) for c in split_rows], pa.string()),
+                    "d": pa.array([str(c.d) for c in split_rows], pa.string()),
+                    "slack": pa.array([str(c.slack) for c in split_rows], pa.string())})
+    con.register("_coeff_arrow", tbl)
+    con.execute("CREATE OR REPLACE TEMP TABLE _coeff AS SELECT pool, hour, CAST(c AS HUGEINT) AS c, "
+                "CAST(d AS HUGEINT) AS d, CAST(slack AS HUGEINT) AS slack FROM _coeff_arrow")
+    con.unregister("_coeff_arrow")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _gpu_parts AS {_SPLIT_SQL}")
+    groups: dict[tuple, _Group] = {}
+    for day, tenant, product, model, pool, work, part, active in con.execute("""
+            SELECT day, tenant, product, model, pool, work, sum(part), sum(active) FROM _gpu_parts
+            WHERE is_slack = 0 GROUP BY ALL ORDER BY ALL""").fetchall():
+        groups[(day, tenant, product, model, pool, work)] = _Group(from_micros(int(part)), Decimal(int(active)))
+    for pool, hour, part in con.execute("SELECT pool, hour, part FROM _gpu_parts WHERE is_slack = 1").fetchall():
+        slack[(pool, hour)] = int(part)
+    return groups, slack
+

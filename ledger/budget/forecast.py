@@ -1,0 +1,150 @@
+"""The priced forecast's records: prices used, GPU, variable and fixed-charge lines, pool sizing, and the Budget."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from ..allocate import CATEGORIES
+from ..money import ZERO
+from ..pricebook import Price
+from .plan import Plan, Scenario
+
+
+@dataclass(frozen=True)
+class PriceUse:
+    """A price used for a segment: `price` per `per` in `currency` (upfront amortized), `fx` to the
+    plan currency at the segment start, and where it came from (`ref` = book@version price[entry],
+    `source_url`, `effective_from`)."""
+
+    price: Decimal
+    per: str
+    currency: str
+    fx: Decimal
+    ref: str
+    source_url: str
+    effective_from: datetime
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One pool in one month (or the part of a month in which one price is in force) of one
+    scenario: `start`/`end` of the segment (end exclusive), the `tpm` sized for [output token/min],
+    `status` (VERDICT | DRAFT), replicas (`serving` + `reserve` = `replicas`), `gpus`, `hours` of
+    the segment, `price_per_gpu_hour` in the price's `currency`, `fx` to the plan currency,
+    `price_multiplier` of the scenario, and `cost` = GPUs x hours x price x fx x multiplier (at 1e-6)."""
+
+    scenario: str
+    pool: str
+    month: str
+    start: datetime
+    end: datetime
+    tpm: float
+    status: str
+    serving: int
+    reserve: int
+    replicas: int
+    gpus_per_replica: int
+    gpus: int
+    hours: Decimal
+    price_per_gpu_hour: Decimal
+    currency: str
+    fx: Decimal
+    price_multiplier: Decimal
+    cost: Decimal
+    price_ref: str
+
+
+@dataclass(frozen=True)
+class VariableRow:
+    """Variable usage of one month segment of one scenario: `category`, `item` (provider/model or
+    meter/sku), `bucket` (uncached_input, cached_input, output, or the meter), `quantity` in `unit`,
+    `price` per `per` in `currency`, `per_factor` (pers per unit: 1e-6 for tokens priced per 1e6),
+    `fx`, `price_multiplier`, and `cost` = quantity x per_factor x price x fx x multiplier (at 1e-6)."""
+
+    scenario: str
+    month: str
+    start: datetime
+    end: datetime
+    category: str
+    item: str
+    bucket: str
+    quantity: Decimal
+    unit: str
+    price: Decimal
+    per: str
+    currency: str
+    per_factor: Decimal
+    fx: Decimal
+    price_multiplier: Decimal
+    cost: Decimal
+    price_ref: str
+
+
+@dataclass(frozen=True)
+class ChargeRow:
+    """A fixed charge in one month (the same in every scenario): `amount` in `currency`, `fx` at the
+    month start, `cost` = amount x fx in the plan currency (at 1e-6)."""
+
+    month: str
+    category: str
+    name: str
+    amount: Decimal
+    currency: str
+    fx: Decimal
+    cost: Decimal
+
+
+@dataclass(frozen=True)
+class PoolSizing:
+    """How a pool was sized: its curve's label, source and status, repairs made to the curve."""
+
+    pool: str
+    curve_ref: str
+    curve_label: str
+    status: str
+    repairs: tuple[str, ...]
+    hardware: str | None
+    model: str | None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A plan priced: the `scenarios` budgeted, `gpu`, `variable` and `charges` rows, the sizing
+    `status` (DRAFT when any pool was interpolated), per-pool `sizing`, the `prices` used (by ref),
+    the price books in force (`price_books`, ``name@version``; `book_details`: ref, retrieval date,
+    SHA-256 of the book's text) and when it was `generated_at`."""
+
+    plan: Plan
+    scenarios: tuple[Scenario, ...]
+    gpu: tuple[GpuRow, ...]
+    variable: tuple[VariableRow, ...]
+    charges: tuple[ChargeRow, ...]
+    status: str
+    sizing: tuple[PoolSizing, ...]
+    prices: tuple[tuple[str, Price], ...]
+    price_books: tuple[str, ...]
+    generated_at: datetime | None = None
+    book_details: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def currency(self) -> str:
+        return self.plan.currency
+
+    def by_category(self, scenario: str, month: str) -> dict[str, Decimal]:
+        """Cost per category (every category, zeros included) of one scenario and month."""
+        out = {c: ZERO for c in CATEGORIES}
+        for g in self.gpu:
+            if g.scenario == scenario and g.month == month:
+                out["gpu"] += g.cost
+        for v in self.variable:
+            if v.scenario == scenario and v.month == month:
+                out[v.category] += v.cost
+        for c in self.charges:
+            if c.month == month:
+                out[c.category] += c.cost
+        return out
+
+    def total(self, scenario: str, month: str | None = None) -> Decimal:
+        months = [month] if month else self.plan.months
+        return sum((sum(self.by_category(scenario, m).values(), ZERO) for m in months), ZERO)

@@ -1,0 +1,97 @@
+"""What every command shares: the consoles, one-line-per-problem failure, JSON and CSV output,
+instants from the command line, and a checked session on the ledger DB."""
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from . import config, store
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(lines: list[str] | str, code: int = 1) -> None:
+    """Print one line per problem to stderr and exit non-zero."""
+    for line in [lines] if isinstance(lines, str) else lines:
+        err.print(str(line), markup=False)
+    raise typer.Exit(code)
+
+
+def print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def print_csv(rows: list[dict]) -> None:
+    """Rows as CSV on stdout; text cells are neutralized against formula injection."""
+    import csv
+
+    from .export.safe import safe_text
+
+    if not rows:
+        return
+    w = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: v if isinstance(v, (int, float)) or v is None else safe_text(v) for k, v in r.items()})
+
+
+def parse_instant(text: str, what: str = "time") -> datetime:
+    """An ISO 8601 instant with an offset (a bare date is taken as 00:00 UTC)."""
+    try:
+        d = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        fail(f"{what}: {text!r} is not an ISO 8601 timestamp such as 2026-10-15T00:00:00Z")
+    if d.tzinfo is None:
+        if len(text) == 10:
+            return d.replace(tzinfo=timezone.utc)
+        fail(f"{what}: {text!r} has no UTC offset (add Z or +00:00)")
+    return d.astimezone(timezone.utc)
+
+
+def open_session():
+    """A session on an initialized ledger, or a clear error."""
+    s_cm = store.session()
+    s = s_cm.__enter__()
+    try:
+        store.check_initialized(s)
+    except store.StoreError as e:
+        s_cm.__exit__(None, None, None)
+        fail(str(e))
+    except Exception as e:  # cannot connect, etc.
+        s_cm.__exit__(None, None, None)
+        fail(f"cannot open the ledger DB ({config.database_url().split('@')[-1]}): {e}")
+    return s_cm, s
+
+
+class Ledger:
+    """`with Ledger() as s:` a checked session that commits on success."""
+
+    def __enter__(self):
+        self._cm, s = open_session()
+        return s
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
+
+
+def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) -> tuple[datetime, datetime]:
+    """The period ``[start, end)`` of the options --period, or --from and --to (one line per mistake)."""
+    if period and (frm or to):
+        fail("give either --period or --from/--to, not both")
+    if period:
+        try:
+            return store.month_bounds(period)
+        except store.StoreError as e:
+            fail(str(e))
+    if not (frm and to):
+        fail("give --period YYYY-MM, or both --from and --to")
+    start, end = parse_instant(frm, "--from"), parse_instant(to, "--to")
+    if not start < end:
+        fail(f"--from {frm} is not before --to {to} (the period is [from, to), end exclusive)")
+    return start, end

@@ -1,0 +1,21 @@
+"""What the dashboards show, as DataFrames: read-only views of the ledger over ledger.* functions.
+
+Submodules: ``state`` (the ledger read, read-only sessions, its runs), ``economics`` (a run's unit
+economics and exports), ``tenants`` (tenants side by side), ``prices`` (price books) and
+``planning`` (sizing, budgets, forecast vs actual). Sessions are rolled back, never committed;
+money stays exact ``Decimal``; formatting happens in the pages.
+"""
+
+from ..allocate import CATEGORIES
+from .economics import (RATIO_EXP, UNIT_COLUMNS, allocation_lines_csv, allocation_workbook, category_daily_frame,
+                        fleet_row, headline_frame, provenance_frame, unattributed_frame, unit_economics_csv,
+                        unit_economics_frame)
+from .planning import (EXAMPLES_DIR, SIZING_COLUMNS, budget_months_frame, budget_pools_frame, budget_totals_frame,
+                       budget_workbook, comparison_frame, curve_from_anchors, curve_from_files, curve_points_frame,
+                       example_plans, forecast_vs_actual, gpu_prices_frame, plan_books, read_plan, size_fleet,
+                       sizing_context, sizing_frame)
+from .prices import (PRICE_COLUMNS, PriceBooks, books_frame, check_frame, price_books, price_history_frame,
+                     price_keys, prices_in_force_frame)
+from .state import (ABSENT, NO_RUNS, READY, UNINITIALIZED, UNREACHABLE, LedgerState, guidance, ledger_state,
+                    load_run_data, period_name, reading, runs_frame)
+from .tenants import TENANT_METRICS, tenant_daily_frame, tenant_names, tenants_frame

@@ -1,0 +1,110 @@
+"""Price books for the dashboard: the books it prices with, prices in force, price history and checks."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from .. import store
+from ..pricebook import Book, PriceIndex, in_force_books, load_books
+from .state import LedgerState, reading
+
+
+@dataclass(frozen=True)
+class PriceBooks:
+    """The books the dashboard prices with: `books` (every version), `source` (``ledger``: loaded
+    in the ledger; ``files``: the shipped folder, when the ledger has none), `where` (a sentence
+    for people) and `problems` (of the files, when read from files)."""
+
+    books: tuple[Book, ...]
+    source: str
+    where: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def index(self) -> PriceIndex:
+        return PriceIndex(self.books)
+
+
+def price_books(state: LedgerState) -> PriceBooks:
+    """The books loaded in the ledger (as ``pricebook show`` reads them); when the ledger has none,
+    the shipped ``pricebooks/`` folder (as ``size`` and ``budget`` fall back to)."""
+    if state.has_store:
+        with reading(state.url) as s:
+            books = store.books_from_store(s)
+        if books:
+            return PriceBooks(tuple(books), "ledger", f"{len(books)} book versions loaded in the ledger")
+    paths = _default_book_paths()
+    books, problems = load_books(paths)
+    return PriceBooks(tuple(books), "files",
+                      "the shipped price books folder (none are loaded in the ledger: `ledger pricebook load`)",
+                      tuple(str(p) for p in problems))
+
+
+def _default_book_paths() -> list[Path]:
+    from ..pricebook import default_paths
+
+    return default_paths()
+
+
+def books_frame(books: Sequence[Book]) -> pd.DataFrame:
+    """One row per book version: book, version, in_force (the newest version of its name), currency,
+    prices, fx_rates, retrieved_at, source."""
+    current = {b.ref for b in in_force_books(books)}
+    rows = [{"book": b.name, "version": b.version, "in_force": b.ref in current, "currency": b.currency,
+             "prices": len(b.prices), "fx_rates": len(b.fx), "retrieved_at": b.retrieved_at, "source": b.source}
+            for b in sorted(books, key=lambda b: (b.name, b.version))]
+    return pd.DataFrame(rows, columns=["book", "version", "in_force", "currency", "prices", "fx_rates",
+                                       "retrieved_at", "source"])
+
+
+PRICE_COLUMNS = ["meter", "sku", "region", "purchase_option", "price", "list_price", "currency", "per", "tiers",
+                 "upfront", "term", "effective_from", "effective_to", "book", "version", "entry", "source_url"]
+
+
+def _price_row(p) -> dict:
+    return {"meter": p.meter, "sku": p.sku, "region": p.region, "purchase_option": p.purchase_option,
+            "price": p.price, "list_price": p.list_price, "currency": p.currency, "per": p.per,
+            "tiers": "; ".join(f"above {t.above_input_tokens:,} input tokens: {t.price}" for t in p.tiers),
+            "upfront": p.upfront, "term": p.term or "", "effective_from": p.effective_from,
+            "effective_to": p.effective_to, "book": p.book, "version": p.version, "entry": p.entry,
+            "source_url": p.source_url}
+
+
+def prices_in_force_frame(books: Sequence[Book], at: datetime, *, meter: str | None = None) -> pd.DataFrame:
+    """The prices in force at `at` over the books in force (``ledger pricebook show --at``)."""
+    rows = [_price_row(p) for p in PriceIndex(books).in_force(at, meter=meter or None)]
+    return pd.DataFrame(rows, columns=PRICE_COLUMNS)
+
+
+def price_keys(books: Sequence[Book]) -> list[tuple[str, str, str, str]]:
+    """Every (meter, sku, region, purchase_option) priced by any book version, sorted."""
+    return sorted({p.key for b in books for p in b.prices})
+
+
+def price_history_frame(books: Sequence[Book], key: tuple[str, str, str, str]) -> pd.DataFrame:
+    """Every price ever written for `key`, in every book version (superseded versions included,
+    marked by `in_force_version` False): the columns of a price, sorted by effective_from."""
+    current = {b.ref for b in in_force_books(books)}
+    rows = []
+    for b in books:
+        for p in b.prices:
+            if p.key == tuple(key):
+                rows.append({**_price_row(p), "in_force_version": b.ref in current})
+    rows.sort(key=lambda r: (r["effective_from"], r["book"], r["version"]))
+    return pd.DataFrame(rows, columns=[*PRICE_COLUMNS, "in_force_version"])
+
+
+def check_frame(paths: Sequence[str | Path] | None = None) -> tuple[pd.DataFrame, str]:
+    """``ledger pricebook check`` over `paths` (default: the shipped folder): one row per finding
+    (file name, entry, message) and a one-line summary."""
+    paths = list(paths) if paths else _default_book_paths()
+    books, problems = load_books(paths)
+    rows = [{"file": Path(p.file).name, "entry": p.entry, "message": p.message} for p in problems]
+    n = sum(len(b.prices) for b in books)
+    summary = (f"{len(books)} price books, {n} prices: no problems" if not problems else
+               f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {len(books)} readable books")
+    return pd.DataFrame(rows, columns=["file", "entry", "message"]), summary

@@ -1,0 +1,104 @@
+"""The fleet and charge rows of the demo month, and :func:`build_inputs`, which writes all five input files."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .month import DATA_DIR, KINDS, MONTH_END, MONTH_START, OVERLOADED_SUNDAY, POOLS, REGION, SUNDAYS, Pool
+from .traffic import _requests, _tasks, load_traces
+from .writers import _copy_rows, _write_meters, _write_outcomes, _write_requests
+
+
+@dataclass(frozen=True)
+class DemoInputs:
+    """The files :func:`build_inputs` wrote: `paths` and data `rows` per kind, and `digest` (SHA-256
+    over the files' names and bytes, in kind order)."""
+
+    folder: Path
+    paths: dict[str, Path]
+    rows: dict[str, int]
+    digest: str
+
+
+def _iso1(at: datetime) -> str:
+    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+CANARY_START = datetime(2026, 10, 20, 9, tzinfo=timezone.utc)
+CANARY_HOURS = 72
+
+
+def fleet_rows() -> list[dict]:
+    """Fleet intervals of both pools: serving (with capacity) and reserves (without)."""
+    s, e = _iso1(MONTH_START), _iso1(MONTH_END)
+    h1, h2 = POOLS["h100-chat"], POOLS["h200-code"]
+
+    def row(iid: str, pool: Pool, start: str, end: str, gpus: int, role: str) -> dict:
+        return {"interval_id": iid, "pool": pool.name, "start": start, "end": end, "device": pool.device,
+                "gpus": gpus, "region": REGION, "purchase_option": pool.purchase_option, "role": role,
+                "capacity_tokens_per_gpu_s": pool.capacity if role == "serving" else ""}
+
+    rows = [row("h100-chat-serve", h1, s, e, h1.replica, "serving")]
+    for d in SUNDAYS:
+        if d != OVERLOADED_SUNDAY:  # pre-scaled for the re-index, 13:00 to 16:00
+            rows.append(row(f"h100-chat-reindex-{d:%m%d}", h1, _iso1(d + timedelta(hours=13)),
+                            _iso1(d + timedelta(hours=16)), h1.replica, "serving"))
+    rows.append(row("h100-chat-failure-reserve", h1, s, e, h1.replica, "failure_reserve"))
+    rows.append(row("h200-code-serve", h2, s, e, h2.replica, "serving"))
+    rows.append(row("h200-code-canary", h2, _iso1(CANARY_START), _iso1(CANARY_START + timedelta(hours=CANARY_HOURS)),
+                    h2.replica, "canary"))
+    return rows
+
+
+# charge_id, category, description, amount (USD), allocation rule; October unless dated otherwise
+CHARGES = (
+    ("C-2026-10-OBS-LANGFUSE", "observability", "Langfuse Pro plan, October", "199.00", "even"),
+    ("C-2026-10-ENG-ONCALL", "engineering_ops", "Inference platform on-call and upgrades (0.4 FTE)", "7200.00",
+     "by_cost"),
+    ("C-2026-10-EVAL", "evaluation", "Offline evaluation runs and human review", "2450.00", "by_tokens"),
+    ("C-2026-10-NET", "network", "NAT gateways and load balancers", "412.80", "by_tokens"),
+    ("C-2026-10-STORAGE", "storage", "Model weights and checkpoints (S3, EBS snapshots)", "318.40", "by_cost"),
+    ("C-2026-10-TOOLS-INITECH", "tools", "Code-search index licence for initech's CI", "1500.00", "tenant:initech"),
+    ("C-2026-Q4-SECURITY-AUDIT", "other", "Penetration test and security audit, Q4", "15000.00", "none"),
+)
+QUARTER_END = datetime(2027, 1, 1, tzinfo=timezone.utc)
+
+
+def charge_rows() -> list[dict]:
+    """Invoice charges: October's under each rule, and a Q4 charge of which October takes 31/92."""
+    return [{"charge_id": cid, "period_start": _iso1(MONTH_START),
+             "period_end": _iso1(QUARTER_END if cid.startswith("C-2026-Q4") else MONTH_END), "category": cat,
+             "description": desc, "amount": amount, "currency": "USD", "allocate": rule}
+            for cid, cat, desc, amount, rule in CHARGES]
+
+
+
+def build_inputs(folder: str | Path, *, data_dir: Path = DATA_DIR) -> DemoInputs:
+    """Write the demo month's input files (CSV) into `folder` (created if needed) and return them."""
+    import duckdb
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    df = _requests(load_traces(data_dir))
+    _tasks(df)
+    paths = {k: folder / f"{k}.csv" for k in KINDS}
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        rows = {"fleet": _copy_rows(fleet_rows(), paths["fleet"]),
+                "requests": _write_requests(con, df, paths["requests"]),
+                "outcomes": _write_outcomes(con, df, paths["outcomes"]),
+                "meters": _write_meters(con, df, paths["meters"]),
+                "charges": _copy_rows(charge_rows(), paths["charges"])}
+    finally:
+        con.close()
+    h = hashlib.sha256()
+    for kind in KINDS:
+        h.update(paths[kind].name.encode() + b"\0")
+        with paths[kind].open("rb") as fh:
+            while chunk := fh.read(1 << 22):
+                h.update(chunk)
+    return DemoInputs(folder, paths, rows, h.hexdigest())
+

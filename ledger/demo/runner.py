@@ -1,0 +1,149 @@
+"""Running the demo: a fresh ledger home, the shipped price books, dimensions, ingest and allocation."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from .inputs import DemoInputs, build_inputs
+from .month import KINDS, PERIOD, PRODUCTS, TENANTS
+
+
+class DemoError(Exception):
+    """The demo cannot run here; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What :func:`run_demo` did: the ledger `home`, the `inputs` it built, rows ingested per kind
+    (`ingested`), the allocation run's `summary` (the ``allocate --json`` document, conserved),
+    the price books it loaded (`books`, ``name@version``), whether any of them has an FX rate
+    (`fx_in_books`; the demo's charges are all in USD either way) and the wall time in `seconds`."""
+
+    home: Path
+    inputs: DemoInputs
+    ingested: dict[str, int]
+    summary: dict
+    books: tuple[str, ...]
+    fx_in_books: bool
+    seconds: float
+
+
+def display_path(path: Path) -> str:
+    """A path as a person at this working directory would type it (relative when possible)."""
+    import os
+
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    return Path(url[len("sqlite:///"):]).resolve() if url.startswith("sqlite:///") else None
+
+
+def existing_data(home: Path, url: str) -> list[str]:
+    """What the ledger at `home` / `url` already holds (empty: nothing, the demo may run). Looks
+    without creating anything: a missing SQLite file or an unmigrated DB holds nothing."""
+    import sqlalchemy as sa
+
+    found = []
+    for sub in ("facts", "demo"):
+        d = home / sub
+        if d.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in d.rglob("*")):
+            found.append(f"{sub}/ has files")
+    db = _sqlite_file(url)
+    if db is not None and not db.exists():
+        return found
+    eng = sa.create_engine(url)
+    try:
+        with eng.connect() as c:
+            for table in sorted(sa.inspect(c).get_table_names()):
+                if table != "alembic_version" and c.execute(sa.text(f'SELECT 1 FROM "{table}" LIMIT 1')).first():
+                    found.append(f"table {table} has rows")
+    finally:
+        eng.dispose()
+    return found
+
+
+def wipe_home(home: Path, url: str) -> None:
+    """Delete the ledger in `home`: its SQLite DB and fact and demo folders, nothing else. Refuses
+    when the DB lives elsewhere (LEDGER_DATABASE_URL): the demo never wipes a shared database."""
+    import shutil
+
+    from .. import store
+
+    db = _sqlite_file(url)
+    if db is None or db.parent != home.resolve():
+        raise DemoError("the ledger DB is not in the ledger home (LEDGER_DATABASE_URL points elsewhere): the demo "
+                        "does not wipe it; point LEDGER_DATABASE_URL at an empty database, or unset it")
+    store.dispose_engines()
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    for sub in ("facts", "demo"):
+        shutil.rmtree(home / sub, ignore_errors=True)
+
+
+def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
+    """Build the demo month in the configured ledger home (LEDGER_HOME, LEDGER_DATABASE_URL):
+    initialize the store, load the shipped price books, register tenants and products, write and
+    ingest the inputs, allocate October 2026 and check that the lines add up to the total.
+    Refuses (DemoError) when the ledger already holds data, unless `force` wipes it first."""
+    import time
+
+    from .. import config, runs, store
+    from ..allocate import AllocationError, Policy
+    from ..ingest import IngestError, ingest
+    from ..pricebook import load_books
+
+    step = on_step or (lambda _m: None)
+    t0 = time.perf_counter()
+    home, url = config.ledger_home(), config.database_url()
+    found = existing_data(home, url)
+    if found and not force:
+        shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
+        raise DemoError(f"the ledger home {display_path(home)} already holds data ({shown}): the demo needs a "
+                        "fresh one; use --home PATH for another, or --force to wipe this one")
+    if found:
+        step("wiping the ledger home")
+        wipe_home(home, url)
+    home.mkdir(parents=True, exist_ok=True)
+    step("initializing the store")
+    store.init_store()
+    config.facts_dir().mkdir(parents=True, exist_ok=True)
+
+    step("loading the shipped price books")
+    books, problems = load_books([config.project_root() / "pricebooks"])
+    if problems:
+        raise DemoError("the shipped price books have problems:\n" + "\n".join(map(str, problems)))
+    with store.session() as s:
+        for b in books:
+            store.store_book(s, book=b)
+        for kind, dims in (("tenant", TENANTS), ("product", PRODUCTS)):
+            for name, display, owner in dims:
+                store.add_dim(s, kind=kind, name=name, display_name=display, owner=owner)
+
+    step("building the demo month from the Azure trace")
+    inputs = build_inputs(home / "demo")
+    ingested = {}
+    for kind in KINDS:
+        step(f"ingesting {kind} ({inputs.rows[kind]:,} rows)")
+        try:
+            ingested[kind] = ingest(kind, [inputs.paths[kind]]).rows_new
+        except IngestError as e:
+            raise DemoError(f"ingest {kind} failed:\n" + "\n".join(e.lines())) from e
+
+    step("allocating 2026-10")
+    start, end = store.month_bounds(PERIOD)
+    try:
+        with store.session() as s:
+            run, alloc = runs.allocate_period(s, start=start, end=end, policy=Policy())
+            summary = runs.load_summary(run)
+    except AllocationError as e:
+        raise DemoError("allocation failed:\n" + "\n".join(e.problems)) from e
+    if alloc.lines_total != alloc.total or Decimal(summary["lines_total"]) != Decimal(summary["total"]):
+        raise DemoError(f"conservation failed: lines {summary['lines_total']} != total {summary['total']}")
+    return DemoResult(home=home, inputs=inputs, ingested=ingested, summary=summary,
+                      books=tuple(b.ref for b in books), fx_in_books=any(b.fx for b in books),
+                      seconds=time.perf_counter() - t0)

@@ -1,0 +1,123 @@
+"""Price book records: books, dated prices, tiers, FX rates and the problems a check finds."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+
+#: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens.
+GPU_METERS = frozenset({"gpu_time"})
+TOKEN_METERS = frozenset({"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"})
+#: The dimensions a price may be `per` (pint names them in brackets); a price per parsec is a typo.
+METERED_DIMENSIONS = frozenset({"[gpu]", "[token]", "[request]", "[call]", "[span]", "[information]", "[time]"})
+#: The precision of an effective price that amortizes an upfront amount (a price, not money).
+EFFECTIVE_PRICE_EXP = Decimal("1e-10")
+
+
+class NoPriceError(LookupError, ValueError):
+    """No price in force for a usage: never a silent zero."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a price book: `file`, the `entry` it concerns, and the `message`."""
+
+    file: str
+    entry: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.entry}: {self.message}" if self.entry else f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Tier:
+    """Long-context tier: when a request has more than `above_input_tokens` input tokens, `price`
+    (per the entry's `per`) applies to every token of that request for the entry's meter."""
+
+    above_input_tokens: int
+    price: Decimal
+
+
+@dataclass(frozen=True)
+class Price:
+    """A price in force over ``[effective_from, effective_to)`` (end exclusive; None is open-ended).
+
+    Fields: `meter`, `sku`, `region` (``*`` = any), `purchase_option` (``*`` = any); `price` is the
+    effective price in `currency` per one `per` (a pint expression such as ``gpu * hour`` or
+    ``1e6 * token``), with any `upfront` amount amortized over `term`; `list_price` is the price
+    as written; `tiers` are long-context tiers, ascending; `book`, `version`, `entry` (1-based
+    index in the book) and `source_url` say where it came from.
+    """
+
+    meter: str
+    sku: str
+    region: str
+    purchase_option: str
+    price: Decimal
+    currency: str
+    per: str
+    effective_from: datetime
+    effective_to: datetime | None
+    source_url: str
+    book: str
+    version: str
+    entry: int
+    list_price: Decimal
+    tiers: tuple[Tier, ...] = ()
+    upfront: Decimal | None = None
+    term: str | None = None
+    description: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.meter, self.sku, self.region, self.purchase_option)
+
+    def in_force(self, at: datetime) -> bool:
+        return self.effective_from <= at and (self.effective_to is None or at < self.effective_to)
+
+    def price_for_request(self, input_tokens: int) -> Decimal:
+        """The per-`per` price for a request with `input_tokens` (highest tier exceeded, else base)."""
+        p = self.price
+        for t in self.tiers:
+            if input_tokens > t.above_input_tokens:
+                p = t.price
+        return p
+
+    def label(self) -> str:
+        return "/".join(self.key)
+
+
+@dataclass(frozen=True)
+class FxRate:
+    """`rate` units of `to` for one unit of `from_`, in force over ``[effective_from, effective_to)``."""
+
+    from_: str
+    to: str
+    rate: Decimal
+    effective_from: datetime
+    effective_to: datetime | None
+    source_url: str
+    book: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Book:
+    """One version of a price book as written in `path`; `digest` is the SHA-256 of its bytes."""
+
+    name: str
+    version: str
+    currency: str
+    source: str
+    retrieved_at: date
+    path: str
+    digest: str
+    text: str
+    prices: tuple[Price, ...] = field(default=())
+    fx: tuple[FxRate, ...] = field(default=())
+    description: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"

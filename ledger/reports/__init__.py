@@ -1,0 +1,13 @@
+"""Unit-economics reports over an allocation run: one report shape, many renderers.
+
+The report shape and the run summary are computed in :mod:`ledger.economics`; a stored run is read
+back by :mod:`ledger.runs`; `render` turns a report into JSON, CSV or a rich table; `cli` holds the
+`report`, `runs` and `close` commands.
+"""
+from __future__ import annotations
+
+from ..economics import (BY, NO_SUCCESS, NO_TOKENS, RATIO_EXP, Report, Row, RunData, RunInfo, lines_frame, run_data_of,
+                         summary, unit_economics)
+from ..runs import load_report, run_data_of_stored
+from .render import (TENANT_METRICS, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics_as_csv,
+                     unit_economics_as_json, unit_economics_as_table)

@@ -1,0 +1,152 @@
+"""Commands over stored runs: `report unit-economics`, `report tenants`, `runs` and `close`."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from .. import console, runs, store
+from ..money import fmt
+from . import (BY, run_data_of_stored, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics,
+               unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
+
+report_app = typer.Typer(help="Unit-economics reports over the current allocation run of a period.",
+                         no_args_is_help=True)
+
+
+def _load(s, period, frm, to, run_id):
+    try:
+        if run_id:
+            stored = runs.load_run(s, run_id=run_id)
+        else:
+            start, end = console.period_bounds(period, frm, to)
+            stored = runs.load_run(s, start=start, end=end)
+    except runs.RunError as e:
+        console.fail(str(e))
+    return run_data_of_stored(stored)
+
+
+def _tenants(text: Optional[str]) -> Optional[list[str]]:
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        console.fail("--tenants: give tenant names separated by commas")
+    return names
+
+
+def _check_format(as_json: bool, as_csv: bool) -> None:
+    if as_json and as_csv:
+        console.fail("give --json or --csv, not both")
+
+
+@report_app.command("unit-economics")
+def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period"),
+                       frm: Optional[str] = typer.Option(None, "--from"),
+                       to: Optional[str] = typer.Option(None, "--to"),
+                       run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: current run)"),
+                       by: str = typer.Option("tenant", "--by", help="tenant, product or model"),
+                       tenants: Optional[str] = typer.Option(None, "--tenants", help="only these tenants: a,b"),
+                       as_json: bool = typer.Option(False, "--json"),
+                       as_csv: bool = typer.Option(False, "--csv")) -> None:
+    """Cost, failed work, idle share, tokens, tasks and cost per success by tenant, product or model."""
+    _check_format(as_json, as_csv)
+    if by not in BY:
+        console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
+    with console.Ledger() as s:
+        data = _load(s, period, frm, to, run_id)
+    report = unit_economics(data, by=by, tenants=_tenants(tenants))
+    _unknown_tenants(report, data)
+    if as_json:
+        console.print_json(unit_economics_as_json(report))
+    elif as_csv:
+        sys.stdout.write(unit_economics_as_csv(report))
+    else:
+        console.out.print(unit_economics_as_table(report))
+
+
+def _unknown_tenants(report, data) -> None:
+    if report.tenants is None:
+        return
+    known = {ln.tenant for ln in data.lines if ln.tenant} | {u.tenant for u in data.usage} | \
+        {t.tenant for t in data.tasks}
+    missing = sorted(set(report.tenants) - known)
+    if missing:
+        console.fail([f"tenant {t}: not in run {data.info.run_id}" for t in missing])
+
+
+@report_app.command("tenants")
+def tenants_cmd(period: Optional[str] = typer.Option(None, "--period"),
+                frm: Optional[str] = typer.Option(None, "--from"),
+                to: Optional[str] = typer.Option(None, "--to"),
+                run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: current run)"),
+                tenants: Optional[str] = typer.Option(None, "--tenants", help="only these tenants: a,b"),
+                as_json: bool = typer.Option(False, "--json"),
+                as_csv: bool = typer.Option(False, "--csv")) -> None:
+    """Tenants side by side: share of GPU, cost per success, failure rate, $/1M active tokens."""
+    _check_format(as_json, as_csv)
+    with console.Ledger() as s:
+        data = _load(s, period, frm, to, run_id)
+    report = unit_economics(data, by="tenant", tenants=_tenants(tenants))
+    _unknown_tenants(report, data)
+    if as_json:
+        console.print_json(unit_economics_as_json(report))
+    elif as_csv:
+        sys.stdout.write(tenants_as_csv(report))
+    else:
+        console.out.print(tenants_as_table(report))
+
+
+def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only runs of this month"),
+             as_json: bool = typer.Option(False, "--json"),
+             as_csv: bool = typer.Option(False, "--csv")) -> None:
+    """Allocation runs, newest first; the first of a period is its current run."""
+    start = end = None
+    if period:
+        start, end = console.period_bounds(period, None, None)
+    with console.Ledger() as s:
+        found = runs.list_runs(s, start=start, end=end)
+    data = runs_as_json(found)
+    if as_json:
+        console.print_json(data)
+        return
+    if as_csv:
+        console.print_csv([{"run_id": d["run_id"], "period_start": d["period"]["start"], "period_end": d["period"]["end"],
+                        "created_at": d["created_at"], "idle_policy": d["idle_policy"], "basis": d["basis"],
+                        "total": d["total"], "currency": d["currency"], "price_books": " ".join(d["price_books"]),
+                        "code_version": d["code_version"]} for d in data])
+        return
+    t = Table(title=f"runs ({len(data)})")
+    t.add_column("run", no_wrap=True)
+    for col in ("period", "created", "idle", "basis", "total", "price books", "code"):
+        t.add_column(col)
+    seen = set()
+    for d in data:
+        key = (d["period"]["start"], d["period"]["end"])
+        mark = "" if key in seen else " (current)"
+        seen.add(key)
+        t.add_row(d["run_id"] + mark, f"{d['period']['start']} to {d['period']['end']}", d["created_at"],
+                  d["idle_policy"], d["basis"], f"{d['total']} {d['currency']}", ", ".join(d["price_books"]),
+                  d["code_version"])
+    console.out.print(t)
+
+
+def close_cmd(period: str = typer.Option(..., "--period", help="the month to close, e.g. 2026-10")) -> None:
+    """Close a month: from now on an ingest that touches it is refused (or booked with --as-adjustment)."""
+    with console.Ledger() as s:
+        try:
+            newly, run = runs.close(s, period=period)
+        except store.StoreError as e:
+            console.fail(str(e))
+    state = "closed" if newly else "was already closed"
+    which = f"its current run is {run.id} (total {fmt(run.total)} {run.currency})" if run else \
+        "it has no allocation run yet: run `ledger allocate --period " + period + "`"
+    console.out.print(f"period {period} {state}; {which}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(report_app, name="report")
+    app.command("runs")(runs_cmd)
+    app.command("close")(close_cmd)

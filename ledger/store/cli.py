@@ -1,0 +1,86 @@
+"""Commands of the ledger DB: `init` (create or upgrade it) and `dims` (tenants and products)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from .. import config
+from ..console import Ledger, fail, out, print_json
+from . import DIM_MODELS, StoreError, add_dim, init_store, list_dims, read_dims_csv
+
+dims_app = typer.Typer(help="Tenants and products (controlled dimensions).", no_args_is_help=True)
+
+
+def init() -> None:
+    """Create or upgrade the ledger store (Alembic upgrade head). Running it twice changes nothing."""
+    try:
+        before, after = init_store()
+    except Exception as e:
+        fail(f"cannot initialize the ledger DB: {e}")
+    config.facts_dir().mkdir(parents=True, exist_ok=True)
+    where = config.database_url()
+    where = where.split("@")[-1] if "@" in where else where
+    if before == after:
+        out.print(f"ledger store at {where} is up to date (revision {after})")
+    else:
+        out.print(f"ledger store at {where} upgraded from {before or 'empty'} to revision {after}")
+
+
+def _dim_kind(kind: str) -> str:
+    k = kind.rstrip("s")
+    if k not in DIM_MODELS:
+        fail(f"kind {kind!r}: expected tenant or product")
+    return k
+
+
+@dims_app.command("add")
+def dims_add(kind: str = typer.Argument(..., help="tenant or product"),
+             name: str = typer.Argument(...),
+             display_name: str = typer.Option("", "--display-name"),
+             owner: str = typer.Option("", "--owner")) -> None:
+    """Register a tenant or product."""
+    k = _dim_kind(kind)
+    with Ledger() as s:
+        try:
+            added = add_dim(s, kind=k, name=name, display_name=display_name, owner=owner)
+        except StoreError as e:
+            fail(str(e))
+    out.print(f"{k} {name} {'added' if added else 'already registered'}")
+
+
+@dims_app.command("list")
+def dims_list(kind: str = typer.Argument(..., help="tenant or product"),
+              as_json: bool = typer.Option(False, "--json")) -> None:
+    """List tenants or products."""
+    k = _dim_kind(kind)
+    with Ledger() as s:
+        rows = list_dims(s, kind=k)
+    data = [{"name": r.name, "display_name": r.display_name, "owner": r.owner} for r in rows]
+    if as_json:
+        print_json(data)
+        return
+    t = Table("name", "display name", "owner", title=f"{k}s ({len(data)})")
+    for d in data:
+        t.add_row(d["name"], d["display_name"], d["owner"])
+    out.print(t)
+
+
+@dims_app.command("import")
+def dims_import(kind: str = typer.Argument(..., help="tenant or product"),
+                file: Path = typer.Argument(..., help="CSV with columns name, display_name, owner")) -> None:
+    """Register tenants or products from a CSV (all or nothing)."""
+    k = _dim_kind(kind)
+    rows, errors = read_dims_csv(file)
+    if errors:
+        fail(errors)
+    with Ledger() as s:
+        added = sum(add_dim(s, kind=k, name=r["name"], display_name=r["display_name"], owner=r["owner"])
+                    for r in rows)
+    out.print(f"{file}: {len(rows)} {k}s read, {added} added, {len(rows) - added} already registered")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(init)
+    app.add_typer(dims_app, name="dims")

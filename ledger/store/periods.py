@@ -1,0 +1,69 @@
+"""Accounting periods: month bounds, closing a month, the open period adjustments go to."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from sqlmodel import Session, select
+
+from ..models import Period
+from .db import StoreError
+
+
+def month_bounds(name: str) -> tuple[datetime, datetime]:
+    """``2026-10`` -> [2026-10-01T00:00Z, 2026-11-01T00:00Z)."""
+    try:
+        y, m = (int(x) for x in name.split("-"))
+        start = datetime(y, m, 1, tzinfo=timezone.utc)
+    except (ValueError, TypeError):
+        raise StoreError(f"period {name!r} is not a month like 2026-10") from None
+    end = datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=timezone.utc)
+    return start, end
+
+
+def month_of(at: datetime) -> str:
+    at = at.astimezone(timezone.utc)
+    return f"{at.year:04d}-{at.month:02d}"
+
+
+def months_between(start: datetime, end: datetime) -> list[str]:
+    """Names of the months touched by ``[start, end]`` (both instants included)."""
+    out = []
+    y, m = start.astimezone(timezone.utc).year, start.astimezone(timezone.utc).month
+    e = end.astimezone(timezone.utc)
+    while (y, m) <= (e.year, e.month):
+        out.append(f"{y:04d}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def closed_periods(s: Session, names: Sequence[str] | None = None) -> list[str]:
+    q = select(Period.name).where(Period.status == "closed")
+    if names is not None:
+        q = q.where(Period.name.in_(list(names)))
+    return sorted(s.exec(q))
+
+
+def close_period(s: Session, *, name: str) -> bool:
+    """Close a month; returns False when it was already closed."""
+    start, end = month_bounds(name)
+    p = s.get(Period, name)
+    if p is None:
+        p = Period(name=name, start=start, end=end)
+        s.add(p)
+    if p.status == "closed":
+        return False
+    p.status = "closed"
+    p.closed_at = datetime.now(timezone.utc)
+    s.add(p)
+    s.flush()
+    return True
+
+
+def current_open_period(s: Session, *, now: datetime | None = None) -> str:
+    """The period adjustments are booked into: now's month, or the first open month after it."""
+    closed = set(closed_periods(s))
+    name = month_of(now or datetime.now(timezone.utc))
+    while name in closed:
+        name = month_of(month_bounds(name)[1])
+    return name
