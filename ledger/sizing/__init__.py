@@ -14,8 +14,8 @@ from .engine import (DRAFT, VERDICT, OperatingPoint, Reserves, SizingRequest, Si
                      capacity_tokens_per_gpu_s, operating_point, replicas_for, request_problems, size, size_pool)
 from .loaders import (FORMATS, detect_format, load_curve, load_curves, merge_curves, parse_anchors, parse_curves,
                       select_curve)
-from .memory import (KV_DTYPE_BYTES, MemoryFit, ModelKV, kv_bytes_per_token, kv_bytes_per_token_per_gpu,
-                     load_model_config, memory_fit, model_kv_from_config)
+from .memory import KV_DTYPE_BYTES, MemoryFit, kv_bytes_per_token, kv_bytes_per_token_per_gpu, memory_fit
+from .model_config import ModelKV, load_model_config, model_kv_from_config
 from .report import comparison_as_table, curve_as_dict, sizing_as_dict, sizing_as_table
 
 __all__ = [

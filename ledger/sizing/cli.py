@@ -15,7 +15,8 @@ from .curve import SizingError
 from .cost import compare, priced
 from .engine import Reserves, SizingRequest, size
 from .loaders import FORMATS, load_curve
-from .memory import load_model_config, memory_fit
+from .memory import memory_fit
+from .model_config import load_model_config
 from .report import comparison_as_table, context_lines, sizing_as_dict, sizing_as_table
 
 
@@ -82,7 +83,9 @@ def size_command(
     isl: Optional[float] = typer.Option(None, "--isl", help="workload mean input tokens (default: the curve's)"),
     osl: Optional[float] = typer.Option(None, "--osl", help="workload mean output tokens (default: the curve's)"),
     model_config: Optional[Path] = typer.Option(None, "--model-config", help="the model's config.json: caps c* at what the KV cache holds"),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, fp32"),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV cache dtype (vLLM --kv-cache-dtype): bf16, fp16, fp8, fp4, nvfp4, fp32"),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="vLLM --max-model-len for a hybrid model's token count (default: the config's max_position_embeddings)"),
+    mamba_cache_mode: str = typer.Option("none", "--mamba-cache-mode", help="vLLM mamba_cache_mode of a linear-attention / Mamba hybrid: none, or align (prefix caching on)"),
     weights_gib: Optional[float] = typer.Option(None, "--weights-gib", help="model weights per GPU (GiB)"),
     gpu_mem_gib: Optional[float] = typer.Option(None, "--gpu-mem-gib", help="memory of one GPU (GiB), e.g. 79.18 for an H100 80GB"),
     mem_util: float = typer.Option(0.9, "--mem-util", help="share of GPU memory the engine uses (vLLM gpu_memory_utilization)"),
@@ -100,8 +103,8 @@ def size_command(
 
 def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_select, util, ttft_ms, interpolate,
          repair, failure_reserve, canary, warm, device, region, purchase_option, at, hours_per_month, pricebooks,
-         isl, osl, model_config, kv_dtype, weights_gib, gpu_mem_gib, mem_util, workspace_gib, compare_curve,
-         compare_select, as_json) -> None:
+         isl, osl, model_config, kv_dtype, max_model_len, mamba_cache_mode, weights_gib, gpu_mem_gib, mem_util,
+         workspace_gib, compare_curve, compare_select, as_json) -> None:
     if (anchors is None) == (not curve):
         _fail("give the measured curve as exactly one of --anchors or --curve")
     ignored = [msg for cond, msg in (
@@ -110,6 +113,8 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
         (compare_select is not None and not compare_curve, "--compare-select needs --compare-curve"),
         (model_config is None and any(v is not None for v in (weights_gib, gpu_mem_gib, workspace_gib)),
          "--weights-gib, --gpu-mem-gib and --workspace-gib are for the memory fit: also give --model-config"),
+        (model_config is None and (max_model_len is not None or mamba_cache_mode != "none"),
+         "--max-model-len and --mamba-cache-mode are for the memory fit: also give --model-config"),
         (device is None and (at is not None or pricebooks), "--at and --pricebooks price the rows: also give "
                                                             "--device, --region and --purchase-option"),
     ) if cond]
@@ -132,7 +137,8 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
             _fail("the memory fit needs the workload's ISL and OSL: pass --isl and --osl (the curve has none)")
         fit = memory_fit(load_model_config(model_config), kv_dtype=kv_dtype, gpu_mem_gib=gpu_mem_gib,
                          weights_gib=weights_gib, workspace_gib=workspace_gib, mem_util=mem_util,
-                         gpus=gpus_per_replica, isl=shape_isl, osl=shape_osl)
+                         gpus=gpus_per_replica, isl=shape_isl, osl=shape_osl, max_model_len=max_model_len,
+                         mamba_cache_mode=mamba_cache_mode)
 
     request = SizingRequest(tpm=tpm, slas=_slas(sla), gpus_per_replica=gpus_per_replica, util=util,
                             reserves=Reserves(failure_reserve, canary, warm), interpolate=interpolate,
