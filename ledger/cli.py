@@ -8,6 +8,7 @@ import typer
 from . import __version__
 from .allocate import cli as allocate_cli
 from .budget import cli as budget_cli
+from .check import cli as check_cli
 from .console import out
 from .dashboard import cli as dashboard_cli
 from .demo import cli as demo_cli
@@ -29,8 +30,8 @@ def version() -> None:
 
 
 # The order of registration is the order of `ledger --help`.
-for _feature in (store_cli, pricebook_cli, ingest_cli, sizing_cli, allocate_cli, reports_cli, budget_cli, export_cli,
-                 demo_cli, dashboard_cli):
+for _feature in (store_cli, pricebook_cli, ingest_cli, sizing_cli, allocate_cli, check_cli, reports_cli, budget_cli,
+                 export_cli, demo_cli, dashboard_cli):
     _feature.register(app)
 
 

@@ -22,6 +22,14 @@ BY = ("tenant", "product", "model")
 RATIO_EXP = Decimal("0.0001")
 NO_SUCCESS = "no task with outcome success was decided in the period"
 NO_TOKENS = "no active tokens in the period"
+#: The two costs per successful task, each with its definition (reports, JSON, CSV, workbook and
+#: dashboard all label them with these texts).
+ALL_IN = "cost_per_successful_task_all_in"
+ALL_IN_DEFINITION = ("the run total (every line of the run: tenants' cost, idle slack, idle reserve and "
+                     "unallocated shared charges) ÷ every task of the run with outcome success decided in the "
+                     "period (run-wide, whichever tenants a report shows)")
+OWN_DEFINITION = ("a tenant's (or product's) own cost (its lines, with the idle and shared charges booked on it) "
+                  "÷ its own tasks with outcome success decided in the period")
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,8 @@ class Row:
 
     @property
     def cost_per_successful_task(self) -> Decimal | None:
+        """The row's own cost ÷ its own successful tasks, to 1e-6 (:data:`OWN_DEFINITION`); None
+        when it has none. The run-wide all-in figure is :attr:`Report.cost_per_successful_task_all_in`."""
         if not self.tasks or not self.tasks["success"]:
             return None
         return quantize(self.cost / self.tasks["success"])
@@ -104,7 +114,9 @@ class Row:
 class Report:
     """Unit economics `by` tenant, product or model over one run; `tenants` the filter (None: all).
     `unattributed` holds the lines that belong to no tenant (idle_slack, idle_reserve, unallocated);
-    `total` is the run total, `gpu_total` all GPU cost of the run (the share-of-GPU denominator)."""
+    `total` is the run total, `gpu_total` all GPU cost of the run (the share-of-GPU denominator),
+    `successful_tasks` every task of the run with outcome success decided in the period (all
+    tenants, whatever the filter: the all-in denominator)."""
 
     by: str
     run: RunInfo
@@ -114,9 +126,24 @@ class Report:
     gpu_total: Decimal
     tenants: tuple[str, ...] | None
     criteria: tuple[str, ...]
+    successful_tasks: int
 
     def share_of_gpu(self, row: Row) -> Decimal | None:
         return quantize(row.gpu_cost / self.gpu_total, RATIO_EXP) if self.gpu_total else None
+
+    @property
+    def cost_per_successful_task_all_in(self) -> Decimal | None:
+        """The run total ÷ the run's successful tasks, to 1e-6 (None when no task succeeded)."""
+        return all_in(self.total, self.successful_tasks)
+
+
+def all_in(total: Decimal, successes: int) -> Decimal | None:
+    """The all-in cost per successful task: `total` ÷ `successes`, half-even to 1e-6; None when 0."""
+    if not successes:
+        return None
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return quantize(total / successes)
 
 
 # ---- building ----------------------------------------------------------------------------------
@@ -198,6 +225,7 @@ def unit_economics(data: RunData, *, by: str = "tenant", tenants: Sequence[str] 
                     tasks[k][name] += getattr(t, name)
                 criteria[k].update(t.criteria)
                 all_criteria.update(t.criteria)
+    successes = sum(t.success for t in data.tasks)  # run-wide, whatever the filter
     keys = set(cost) | set(requests) | set(tasks)
     rows = []
     for k in sorted(keys, key=lambda x: (x is None, x or "")):
@@ -211,7 +239,8 @@ def unit_economics(data: RunData, *, by: str = "tenant", tenants: Sequence[str] 
                         idle_share=idle[k], gpu_cost=gpu[k], active_tokens=tokens[k], requests=requests[k],
                         failed_requests=failed_req[k], tasks=t, criteria=tuple(sorted(criteria[k])), reasons=reasons))
     return Report(by=by, run=data.info, rows=tuple(rows), unattributed=unattributed, total=total, gpu_total=gpu_total,
-                  tenants=None if tenants is None else tuple(sorted(wanted)), criteria=tuple(sorted(all_criteria)))
+                  tenants=None if tenants is None else tuple(sorted(wanted)), criteria=tuple(sorted(all_criteria)),
+                  successful_tasks=successes)
 
 
 # ---- the run summary (allocate --json) ---------------------------------------------------------
@@ -226,6 +255,17 @@ def _ratio(d: Decimal | None) -> str | None:
 
 def _iso(at: datetime | None) -> str | None:
     return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def all_in_entry(total: Decimal, successes: int) -> dict:
+    """The top-level keys both JSON documents (``allocate --json``, ``report ... --json``) carry for
+    the two costs per successful task: the all-in figure with its numerator (the run total) and
+    denominator (the run's successful tasks) so a script can check it, both definitions, and the
+    reason when the all-in figure is undefined (null)."""
+    return {ALL_IN: _opt(all_in(total, successes)), f"{ALL_IN}_numerator": fmt(total),
+            f"{ALL_IN}_denominator": successes,
+            "definitions": {ALL_IN: ALL_IN_DEFINITION, "cost_per_successful_task": OWN_DEFINITION},
+            "reasons": {} if successes else {ALL_IN: NO_SUCCESS}}
 
 
 def _tenant_entry(report: Report, r: Row) -> dict:
@@ -268,6 +308,7 @@ def summary(allocation: Allocation, *, run_id: str, created_at: datetime | None 
         "by_kind": {k: fmt(v) for k, v in by_kind.items()},
         "by_category": {c: fmt(v) for c, v in by_cat.items()},
         "failed_work": fmt(failed),
+        **all_in_entry(allocation.total, report.successful_tasks),
         "flags": [{"kind": f.kind, "pool": f.pool, "hour": _iso(f.hour)} for f in allocation.flags],
         "tenants": [_tenant_entry(report, r) for r in report.rows],
         "success_criteria": list(report.criteria),

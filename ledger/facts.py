@@ -11,19 +11,23 @@ DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
   ``decided_at`` (outcomes); for a row ingested ``--as-adjustment`` into an open period, the
   start of that period.
 
+A column added to a kind after some facts were written (the requests' cache writes and service
+tier) reads as its default in the older files (see :func:`files_sql`).
+
 The batch a row came from is its file's name; the batch row in the DB lists the source files and
 their digests. (Files written before 2026-11 also carry ``_hash``, a 64-bit hash of the row; it is
 no longer read: a re-sent key's content is compared column by column when it is ingested.)
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from . import config
+from .pricebook.records import SERVICE_TIERS as _SERVICE_TIERS
 
 
 @dataclass(frozen=True)
@@ -69,13 +73,16 @@ KINDS: dict[str, Kind] = {
         Column("input_tokens", "BIGINT"),
         Column("cached_input_tokens", "BIGINT", False, "0"),
         Column("output_tokens", "BIGINT"),
+        Column("cache_write_input_tokens", "BIGINT", False, "0"),
+        Column("cache_write_1h_input_tokens", "BIGINT", False, "0"),
         Column("reasoning_tokens", "BIGINT", False, "0"),
+        Column("service_tier", "VARCHAR", False, "'standard'"),
         Column("status", "VARCHAR"),
         Column("ttft_ms", "DOUBLE", False),
         Column("latency_ms", "DOUBLE", False),
         Column("region", "VARCHAR", False),
     ), key=("request_id",), dated_by=("occurred_at",),
-       categories=("tenant", "product", "model", "pool", "provider", "status", "region")),
+       categories=("tenant", "product", "model", "pool", "provider", "service_tier", "status", "region")),
     "meters": Kind("meters", (
         Column("event_id", "VARCHAR"),
         Column("occurred_at", "TIMESTAMPTZ"),
@@ -125,6 +132,8 @@ KINDS: dict[str, Kind] = {
 }
 
 REQUEST_STATUSES = ("ok", "error", "timeout", "cancelled")
+#: A request's service tier, matched against a token price's purchase_option (pricebook.records).
+SERVICE_TIERS = _SERVICE_TIERS
 OUTCOMES = ("success", "failure")
 FLEET_ROLES = ("serving", "failure_reserve", "canary", "warm_reserve", "maintenance")
 RESERVE_ROLES = FLEET_ROLES[1:]
@@ -153,14 +162,51 @@ def empty_select(kind: str) -> str:
     return f"SELECT {', '.join(cols)} WHERE false"
 
 
-def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None) -> str:
+def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None,
+               con: duckdb.DuckDBPyConnection | None = None) -> str:
     """SQL for the committed facts of `kind`: a read of the batches' Parquet files (or an empty relation)."""
     files = [f for b in sorted(batch_ids) for f in batch_files(kind, b, home)]
     if not files:
         return empty_select(kind)
+    return files_sql(kind, files, con=con)
+
+
+def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
+              con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """SQL reading fact files of `kind`: its columns and ``booked_at`` (and ``filename`` if asked).
+
+    A file written before a column existed (``cache_write_input_tokens``, ``service_tier``, ...)
+    gives that column's default (0, 'standard'), so old facts are read as the new ones are written.
+    Only the files' footers are read to find that out; when every file has every column, the read
+    is the plain one."""
     listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-    cols = ", ".join(f'"{n}"' for n in KINDS[kind].names + [n for n, _ in BOOKKEEPING])
-    return f"SELECT {cols} FROM read_parquet([{listing}])"
+    names = KINDS[kind].names + [n for n, _ in BOOKKEEPING]
+    local = con is None
+    con = con or duckdb.connect()
+    try:
+        rows = con.execute(f"SELECT file_name, list(name) FROM parquet_schema([{listing}]) "
+                           "GROUP BY file_name").fetchall()
+    finally:
+        if local:
+            con.close()
+    have = [set(cols) for _, cols in rows]
+    everywhere = set.intersection(*have) if have else set()
+    somewhere = set.union(*have) if have else set()
+    opts = ", filename=true" if filename else ""
+    if all(n in everywhere for n in names):
+        cols = ", ".join(f'"{n}"' for n in names)
+        return f"SELECT {cols}{', filename' if filename else ''} FROM read_parquet([{listing}]{opts})"
+    types = {c.name: (c.type, c.default) for c in KINDS[kind].columns}
+    exprs = []
+    for n in names:
+        if n in everywhere:
+            exprs.append(f'"{n}"')
+            continue
+        t, default = types.get(n, ("TIMESTAMPTZ", "NULL"))
+        fill = f"CAST({default} AS {t})"
+        exprs.append(f'coalesce(CAST("{n}" AS {t}), {fill}) AS "{n}"' if n in somewhere else f'{fill} AS "{n}"')
+    return (f"SELECT {', '.join(exprs)}{', filename' if filename else ''} "
+            f"FROM read_parquet([{listing}], union_by_name=true{opts})")
 
 
 def connect(committed: dict[str, list[str]], home: Path | None = None,
@@ -170,7 +216,7 @@ def connect(committed: dict[str, list[str]], home: Path | None = None,
     con = con or duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     for kind in KINDS:
-        con.execute(f"CREATE OR REPLACE VIEW {kind} AS {source_sql(kind, committed.get(kind, []), home)}")
+        con.execute(f"CREATE OR REPLACE VIEW {kind} AS {source_sql(kind, committed.get(kind, []), home, con)}")
     return con
 
 

@@ -125,7 +125,8 @@ class PriceBookRow(SQLModel, table=True):
 
 
 class PriceEntryRow(SQLModel, table=True):
-    """A price of a loaded book, for queries; the book's `content` remains the source of truth."""
+    """A price of a loaded book, for queries; the book's `content` remains the source of truth.
+    `provider` is the provider a token price applies to (``*``: any)."""
 
     __tablename__ = "price_entry"
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -135,6 +136,7 @@ class PriceEntryRow(SQLModel, table=True):
     sku: str = Field(max_length=200)
     region: str = Field(max_length=100)
     purchase_option: str = Field(max_length=100)
+    provider: str = Field(default="*", max_length=200, sa_column_kwargs={"server_default": "*"})
     price: Decimal = Field(sa_type=Money)
     list_price: Decimal = Field(sa_type=Money)
     currency: str = Field(max_length=3)

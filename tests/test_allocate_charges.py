@@ -101,3 +101,67 @@ def test_charge_outside_the_period_is_ignored_and_days_are_dated():
     a = run(index(BOOK), *TWO_DAYS, charges=charges)
     assert [(ln.day, ln.amount, ln.quantity, ln.unit) for ln in a.lines] == \
         [(date(2026, 10, 2), D("6.00"), D(43200), "second")]
+
+
+OCTOBER = ("2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z")
+
+
+def tenant_totals(alloc, category):
+    out: dict[str, D] = {}
+    for ln in alloc.lines:
+        if ln.category == category:
+            out[ln.tenant] = out.get(ln.tenant, D(0)) + ln.amount
+    return out
+
+
+def test_even_charge_over_a_month_is_even_over_the_period_and_by_cost_does_not_drift():
+    charges = CHARGES + """
+        c1,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,observability,Grafana,199.00,USD,even
+        c2,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,storage,S3,199.00,USD,by_cost
+    """
+    a = run(index(BOOK), *OCTOBER, requests=REQUESTS, charges=charges)
+    # each charge: 199.00 over 31 days = 6.419354838... a day: floors 6.419354 × 31 = 198.999974 leave 26
+    # micro-units, which go to the first 26 days (equal remainders and weights): days 1-26 6.419355, 27-31 6.419354.
+    # c1 even over a and b, split once over the period: 199.00 / 2 = 99.50 each, exactly
+    # (split day by day with a always winning the tie, a got 99.500013 and b 99.499987).
+    assert tenant_totals(a, "observability") == {"a": D("99.50"), "b": D("99.50")}
+    # on the days: the running total of the days split in proportion to 99.50 : 99.50, one day at a time;
+    # day 1: 6.419355 -> a 3.209678, b 3.209677; day 2: running 12.838710 -> 6.419355 each, so the day's lines are
+    # a 3.209677, b 3.209678; ... day 27 (6.419354, running 173.322584 -> 86.661292 each): 3.209677 each
+    c1 = {(ln.day.day, ln.tenant): ln.amount for ln in a.lines if ln.category == "observability"}
+    assert (c1[(1, "a")], c1[(1, "b")], c1[(2, "a")], c1[(2, "b")]) == \
+        (D("3.209678"), D("3.209677"), D("3.209677"), D("3.209678"))
+    assert (c1[(27, "a")], c1[(27, "b")]) == (D("3.209677"), D("3.209677"))
+    assert all(c1[(d, "a")] + c1[(d, "b")] == (D("6.419355") if d <= 26 else D("6.419354")) for d in range(1, 32))
+    # c2 by direct cost a 3.00 : b 1.00: 199 × 3/4 = 149.25, 199 × 1/4 = 49.75 exactly
+    # (day by day, a's remainder of .25 lost every odd day: 149.249996 and 49.750004)
+    assert tenant_totals(a, "storage") == {"a": D("149.25"), "b": D("49.75")}
+    assert a.total == a.lines_total == D("402.00")  # 4.00 of tokens + 199.00 + 199.00
+
+
+def test_even_spare_micro_units_rotate_over_charges():
+    charges = CHARGES + """
+        c1,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,other,x,0.000001,USD,even
+        c2,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,other,y,0.000001,USD,even
+        c3,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,other,z,0.000001,USD,even
+    """
+    a = run(index(BOOK), *TWO_DAYS, requests=REQUESTS, charges=charges)
+    # even charges run one total in charge_id order: after c1 1 micro-unit (a 1, b 0): c1 -> a;
+    # after c2 2 (a 1, b 1): c2 -> b; after c3 3 (a 2, b 1): c3 -> a. So a 0.000002, b 0.000001, not a 0.000003.
+    assert tenant_totals(a, "other") == {"a": D("0.000002"), "b": D("0.000001")}
+
+
+def test_charge_day_with_an_fx_change_is_converted_at_each_rate():
+    book = HEAD.format(name="tokens", currency="USD") + \
+        "[[fx]]\nfrom = \"EUR\"\nto = \"USD\"\nrate = \"1.10\"\neffective_from = 2026-01-01T00:00:00Z\n" \
+        "effective_to = 2026-10-01T12:30:00Z\n" \
+        "[[fx]]\nfrom = \"EUR\"\nto = \"USD\"\nrate = \"1.20\"\neffective_from = 2026-10-01T12:30:00Z\n"
+    charges = CHARGES + "c1,2026-10-01T00:00:00Z,2026-10-03T00:00:00Z,tools,search API,200.00,EUR,tenant:c\n"
+    a = run(index(book), *TWO_DAYS, charges=charges)
+    # 100.00 EUR a day. October 1: 12.5 h at 1.10 and 11.5 h at 1.20:
+    #   100 × (12.5 × 1.10 + 11.5 × 1.20) / 24 = 100 × 27.55 / 24 = 114.7916666... -> 114.791667
+    #   (at the rate of the start of the day it was 110.00)
+    # October 2: all at 1.20 -> 120.00
+    assert charge_lines(a) == [("2026-10-01", "tenant", "c", "tool", D("114.791667")),
+                               ("2026-10-02", "tenant", "c", "tool", D("120.00"))]
+    assert a.total == a.lines_total == D("234.791667")

@@ -106,6 +106,12 @@ def test_allocate_json_is_the_contract(ledger):
     assert b["reasons"]["cost_per_successful_task"] == "no task with outcome success was decided in the period"
     assert b["cost_per_1m_active_tokens"] == "44055.555556"  # 158.60 / 0.0036
     assert doc["success_criteria"] == ["tests-pass"]
+    # all-in, at the top level: the run total (idle slack 9.00 and reserve 7.20 included) over the run's
+    # one successful task (t1): 338.900000 / 1 = 338.900000; a's own figure above is 164.10 / 1
+    assert doc["cost_per_successful_task_all_in"] == "338.900000"
+    assert (doc["cost_per_successful_task_all_in_numerator"], doc["cost_per_successful_task_all_in_denominator"]) == \
+        ("338.900000", 1)
+    assert set(doc["definitions"]) == {"cost_per_successful_task_all_in", "cost_per_successful_task"}
     assert len(doc["run_id"]) == 32 and len(doc["inputs_digest"]) == 64 and doc["code_version"]
 
 
@@ -154,6 +160,11 @@ def test_report_filtered_to_tenants_and_csv(ledger):
     assert side[0] == ["metric", "a", "b"] and side[1] == ["cost", "164.100000", "158.600000"]
     table = flat(cli("report", "tenants", "--period", "2026-10"))
     assert "tests-pass" in table and "164.10" in table
+    # the all-in figure is the run's, named with its definition, whichever tenants are shown
+    assert only_b["cost_per_successful_task_all_in"] == full["cost_per_successful_task_all_in"] == "338.900000"
+    text = flat(cli("report", "unit-economics", "--period", "2026-10", "--tenants", "b"))
+    assert "all-in cost per successful task: 338.90 = run total 338.90 ÷ 1 successful task;" in text
+    assert "cost per success (own cost) = a tenant's (or product's) own cost" in text
     assert "tenant zz: not in run" in cli_fails("report", "tenants", "--period", "2026-10", "--tenants", "zz")
 
 
@@ -170,8 +181,8 @@ def test_missing_price_fails_the_run_and_writes_nothing(ledger, tmp_path):
                     "q9,2026-10-02T00:00:00Z,a,chat,o9,openai,10,10,ok\n", encoding="utf-8")
     cli("ingest", "requests", str(path))
     out = cli_fails("allocate", "--period", "2026-10", "--json")
-    assert "no price in force for meter input_tokens, sku o9, region *, purchase option * at " \
-           "2026-10-02T00:00:00+00:00" in out
+    assert "no price in force for meter input_tokens, sku o9, region *, purchase option standard, provider openai " \
+           "at 2026-10-02T00:00:00+00:00" in out
     assert "meter output_tokens, sku o9" in out
     assert json.loads(cli("runs", "--json")) == []
 
@@ -197,3 +208,31 @@ def test_allocate_without_price_books_says_what_to_do(ledger_home):
         flat(cli_fails("allocate", "--period", "2026-10"))
     assert "give --period YYYY-MM, or both --from and --to" in flat(cli_fails("allocate"))
     assert "is not before --to" in flat(cli_fails("allocate", "--from", "2026-10-02", "--to", "2026-10-01"))
+
+
+def test_requests_on_a_pool_without_fleet_fail_unless_allowed_and_the_run_says_so(ledger, tmp_path):
+    path = tmp_path / "p9.csv"
+    path.write_text("request_id,occurred_at,tenant,product,model,pool,input_tokens,output_tokens,status\n"
+                    "q8,2026-10-03T07:10:00Z,b,chat,llama,p9,500,500,ok\n"
+                    "q9,2026-10-05T21:59:00Z,b,chat,llama,p9,100,100,ok\n", encoding="utf-8")
+    cli("ingest", "requests", str(path))
+    out = flat(cli_fails("allocate", "--period", "2026-10", "--json"))
+    # one line naming the pool, the first and last hour with such requests and their count; nothing written
+    assert "pool p9: 2 requests in hours 2026-10-03T07:00:00Z to 2026-10-05T21:00:00Z but no serving fleet " \
+           "interval in the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with " \
+           "--allow-pool-without-fleet p9" in out
+    assert json.loads(cli("runs", "--json")) == []
+    doc = json.loads(cli("allocate", "--period", "2026-10", "--allow-pool-without-fleet", "p9", "--json"))
+    # accepted: nothing to allocate for p9 (no GPU cost exists), so the total is the one of the contract, 338.90
+    assert doc["total"] == "338.900000"
+    assert "pool p9: 2 requests in hours 2026-10-03T07:00:00Z to 2026-10-05T21:00:00Z with no serving fleet " \
+           "interval in the period; accepted by --allow-pool-without-fleet: no GPU cost exists for them, so none " \
+           "is allocated (their requests and tokens still count in unit economics)" in doc["notes"]
+    b = [t for t in doc["tenants"] if t["tenant"] == "b"][0]
+    assert b["requests"] == 3 and b["active_tokens"] == 3600 + 1000 + 200  # q2 + q8 + q9
+    # the acceptance is part of the run's policy (hashed into its inputs digest as a sorted set of pools)
+    plain = json.loads(cli("allocate", "--period", "2026-10", "--allow-pool-without-fleet", "p9",
+                           "--allow-pool-without-fleet", "p9", "--json"))
+    assert plain["inputs_digest"] == doc["inputs_digest"]  # the same pool twice is the same policy
+    text = flat(cli("allocate", "--period", "2026-10", "--allow-pool-without-fleet", "p9"))
+    assert "note: pool p9: 2 requests" in text

@@ -140,11 +140,13 @@ def test_dated_gpu_price_change_mid_hour_and_mid_period():
 
 def test_no_fleet_requests_carry_no_gpu_cost_and_are_flagged():
     requests = REQUESTS + "    q4,2026-10-01T12:10:00Z,b,chat,llama,p9,500,500,ok\n"
-    a = run(index(GPU_BOOK), *DAY, fleet=FLEET, requests=requests)
+    # without fleet, p9's GPU cost would be a silent $0: accepted here explicitly (see the test below)
+    a = run(index(GPU_BOOK), *DAY, fleet=FLEET, requests=requests, policy=Policy(allow_pool_without_fleet=("p9",)))
     assert Flag("no_fleet", "p9", utc("2026-10-01T12:00:00Z")) in a.flags
     assert not [ln for ln in a.lines if ln.pool == "p9"]
     assert a.total == D("28.80")  # unchanged: nothing priced for p9
-    assert any("pool p9 has requests but no fleet interval" in n for n in a.notes)
+    assert any(n.startswith("pool p9: 1 request in hours 2026-10-01T12:00:00Z to 2026-10-01T12:00:00Z with no "
+                            "serving fleet interval") and "no GPU cost exists" in n for n in a.notes)
     usage = {(u.tenant, u.model): (u.requests, u.active_tokens) for u in a.usage}
     assert usage[("b", "llama")] == (2, 4600)  # the p9 request still counts as usage: 3,600 + 1,000
 
@@ -221,3 +223,105 @@ def test_every_reserve_role_is_idle_reserve_and_an_unknown_role_fails():
     with pytest.raises(AllocationError, match="fleet interval x: role 'spare' is not serving or one of"):
         run(index(GPU_BOOK), *DAY, fleet=fleet + "    x,p1,2026-10-01T00:00:00Z,2026-10-01T01:00:00Z,H100,1,"
                                                   "us-east-1,on_demand,spare\n")
+
+
+def test_requests_on_a_pool_without_fleet_fail_the_run_naming_pool_hours_and_count():
+    # p9: 3 requests in hours 12 and 15, no fleet at all; p7: 1 request, only a reserve interval (no serving)
+    requests = REQUESTS + """
+        q4,2026-10-01T12:10:00Z,b,chat,llama,p9,500,500,ok
+        q5,2026-10-01T15:59:59Z,b,chat,llama,p9,100,100,ok
+        q6,2026-10-01T12:30:00Z,a,chat,llama,p9,100,100,ok
+        q7,2026-10-01T09:00:00Z,a,chat,llama,p7,100,100,ok
+    """
+    fleet = FLEET + "    r7,p7,2026-10-01T09:00:00Z,2026-10-01T10:00:00Z,H100,1,us-east-1,on_demand,canary,\n"
+    with pytest.raises(AllocationError) as e:
+        run(index(GPU_BOOK), *DAY, fleet=fleet, requests=requests)
+    assert e.value.problems == [
+        "pool p7: 1 request in hours 2026-10-01T09:00:00Z to 2026-10-01T09:00:00Z but no serving fleet interval in "
+        "the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with "
+        "--allow-pool-without-fleet p7",
+        "pool p9: 3 requests in hours 2026-10-01T12:00:00Z to 2026-10-01T15:00:00Z but no serving fleet interval in "
+        "the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with "
+        "--allow-pool-without-fleet p9"]
+    # accepting p9 only: p7 still fails the run
+    with pytest.raises(AllocationError) as e:
+        run(index(GPU_BOOK), *DAY, fleet=fleet, requests=requests, policy=Policy(allow_pool_without_fleet=("p9",)))
+    assert [p.split(":")[0] for p in e.value.problems] == ["pool p7"]
+    # accepting both (and p5, which has nothing to accept): the run is p1's 28.80 + p7's canary 3.60 = 32.40,
+    # the requests of p7 and p9 carry no GPU cost, and the notes say so
+    pol = Policy(allow_pool_without_fleet=("p5", "p7", "p9"))
+    a = run(index(GPU_BOOK), *DAY, fleet=fleet, requests=requests, policy=pol)
+    assert a.total == a.lines_total == D("32.40")
+    assert not [ln for ln in a.lines if ln.pool in ("p7", "p9") and ln.kind == "tenant"]
+    assert [n for n in a.notes if "fleet" in n and "flagged" not in n] == [
+        "pool p7: 1 request in hours 2026-10-01T09:00:00Z to 2026-10-01T09:00:00Z with no serving fleet interval in "
+        "the period; accepted by --allow-pool-without-fleet: no GPU cost exists for them, so none is allocated "
+        "(their requests and tokens still count in unit economics)",
+        "pool p9: 3 requests in hours 2026-10-01T12:00:00Z to 2026-10-01T15:00:00Z with no serving fleet interval in "
+        "the period; accepted by --allow-pool-without-fleet: no GPU cost exists for them, so none is allocated "
+        "(their requests and tokens still count in unit economics)",
+        "--allow-pool-without-fleet p5: pool p5 has no request without serving fleet in the period; nothing to accept"]
+    assert pol.as_dict()["allow_pool_without_fleet"] == ["p5", "p7", "p9"]
+    assert "allow_pool_without_fleet" not in Policy().as_dict()  # absent when empty: older digests stay the same
+
+
+# A pool priced in EUR, reported in USD: H100 at 3.00 EUR per GPU-hour; EUR->USD 1.10 until 12:30, 1.20 from 12:30.
+EUR_BOOK = """
+    [book]
+    name = "eu-gpus"
+    version = "2026-10-01"
+    currency = "EUR"
+    source = "test"
+    retrieved_at = 2026-10-01
+
+    [[price]]
+    meter = "gpu_time"
+    sku = "H100"
+    region = "eu-west-1"
+    purchase_option = "on_demand"
+    price = "3.00"
+    per = "gpu * hour"
+    effective_from = 2026-01-01T00:00:00Z
+    source_url = "https://example.com/h100-eu"
+"""
+FX_CHANGE_AT_1230 = """
+    [[fx]]
+    from = "EUR"
+    to = "USD"
+    rate = "1.10"
+    effective_from = 2026-01-01T00:00:00Z
+    effective_to = 2026-10-01T12:30:00Z
+
+    [[fx]]
+    from = "EUR"
+    to = "USD"
+    rate = "1.20"
+    effective_from = 2026-10-01T12:30:00Z
+"""
+
+
+def test_eur_pool_whose_fx_rate_changes_at_1230_is_converted_at_the_usage_instant():
+    fleet = """
+        interval_id,pool,start,end,device,gpus,region,purchase_option,role
+        s1,eu,2026-10-01T12:00:00Z,2026-10-01T14:00:00Z,H100,2,eu-west-1,on_demand,serving
+        r1,eu,2026-10-01T12:15:00Z,2026-10-01T12:45:00Z,H100,1,eu-west-1,on_demand,warm_reserve
+    """
+    requests = """
+        request_id,occurred_at,tenant,product,model,pool,input_tokens,output_tokens,status
+        q1,2026-10-01T12:40:00Z,a,chat,llama,eu,1000,1000,ok
+    """
+    a = run(index(EUR_BOOK + FX_CHANGE_AT_1230), *DAY, fleet=fleet, requests=requests)
+    # hour 12, serving: 12:00-12:30 at 1.10: 2 GPUs × 0.5 h × 3.00 EUR × 1.10 = 3.30 USD
+    #                   12:30-13:00 at 1.20: 2 GPUs × 0.5 h × 3.00 EUR × 1.20 = 3.60 USD -> C_serve 6.90, all to a
+    #                   (converting the whole hour at its start, 1.10, would give 6.60)
+    # hour 12, reserve 12:15-12:45: 1 × 0.25 h × 3.00 × 1.10 = 0.825 + 1 × 0.25 h × 3.00 × 1.20 = 0.90 -> 1.725
+    # hour 13: 2 × 1 h × 3.00 × 1.20 = 7.20, no request: idle slack
+    assert amounts(a) == {("tenant", "a", None): D("6.90"), ("idle_reserve", None, None): D("1.725"),
+                          ("idle_slack", None, None): D("7.20")}
+    assert a.total == a.lines_total == D("15.825")
+    # the same rates given the other way round (USD->EUR 1/1.25 = 0.80, then 1/1.60 = 0.625) are cut the same:
+    # hour 12 serving 2 × 0.5 × 3.00 × 1.25 + 2 × 0.5 × 3.00 × 1.60 = 3.75 + 4.80 = 8.55
+    inverse = FX_CHANGE_AT_1230.replace('from = "EUR"\n    to = "USD"', 'from = "USD"\n    to = "EUR"') \
+                               .replace('"1.10"', '"0.80"').replace('"1.20"', '"0.625"')
+    b = run(index(EUR_BOOK + inverse), *DAY, fleet=fleet, requests=requests)
+    assert amounts(b)[("tenant", "a", None)] == D("8.55")

@@ -1,5 +1,6 @@
 """DESIGN §4.1 and §4.5 for provider tokens and meters, worked by hand: token buckets, a
-long-context tier, a dated price change, GB vs GiB, FX conversion, failed requests and failed tasks."""
+long-context tier, a dated price change, cache writes, reasoning at its own price, service tiers,
+providers of one model, GB vs GiB, FX conversion, failed requests and failed tasks."""
 from __future__ import annotations
 
 from decimal import Decimal as D
@@ -19,9 +20,12 @@ HEAD = """
 """
 
 
-def price(meter, sku, value, per, *, frm="2026-01-01T00:00:00Z", to=None, currency=None, extra=""):
-    lines = ['[[price]]', f'meter = "{meter}"', f'sku = "{sku}"', 'region = "*"', 'purchase_option = "*"',
+def price(meter, sku, value, per, *, frm="2026-01-01T00:00:00Z", to=None, currency=None, extra="", option="*",
+          provider=None):
+    lines = ['[[price]]', f'meter = "{meter}"', f'sku = "{sku}"', 'region = "*"', f'purchase_option = "{option}"',
              f'price = "{value}"', f'per = "{per}"', f'effective_from = {frm}', 'source_url = "https://example.com"']
+    if provider:
+        lines.append(f'provider = "{provider}"')
     if to:
         lines.append(f"effective_to = {to}")
     if currency:
@@ -94,14 +98,162 @@ def test_missing_cached_price_fails_naming_meter_sku_region_time():
                           "q2,2026-10-01T09:00:00Z,a,chat,o9,openai,,1000,0,10,0,ok\n"
     with pytest.raises(AllocationError) as e:
         run(index(book), *DAY, requests=requests)
+    # the lookup names the request's service tier (standard by default) and provider
     assert e.value.problems == [
-        "no price in force for meter cached_input_tokens, sku gpt-5, region *, purchase option * at "
+        "no price in force for meter cached_input_tokens, sku gpt-5, region *, purchase option standard, provider "
+        "openai at 2026-10-01T09:00:00+00:00",
+        "no price in force for meter input_tokens, sku o9, region *, purchase option standard, provider openai at "
         "2026-10-01T09:00:00+00:00",
-        "no price in force for meter input_tokens, sku o9, region *, purchase option * at 2026-10-01T09:00:00+00:00",
-        "no price in force for meter output_tokens, sku o9, region *, purchase option * at 2026-10-01T09:00:00+00:00"]
+        "no price in force for meter output_tokens, sku o9, region *, purchase option standard, provider openai at "
+        "2026-10-01T09:00:00+00:00"]
     # with no cached tokens, no cached price is needed
     ok = run(index(book), *DAY, requests=PROVIDER + "q1,2026-10-01T09:00:00Z,a,chat,gpt-5,openai,,1000,0,10,0,ok\n")
     assert ok.total == D("0.00135")  # 1,000 × 1.25/1M + 10 × 10/1M
+
+
+# ---- the pricing rules of real providers: cache writes, reasoning, service tiers, providers --------
+
+M = "1e6 * token"
+# gpt-5 from any provider (OpenAI's list): no reasoning price, so reasoning is billed as output.
+# On Azure (tier *): prices of their own, reasoning at 12.00. On Azure's batch tier: half of those.
+RULES = HEAD.format(name="rules", currency="USD") + \
+    price("input_tokens", "gpt-5", "1.25", M) + price("cached_input_tokens", "gpt-5", "0.125", M) + \
+    price("cache_write_tokens", "gpt-5", "1.5625", M) + price("cache_write_1h_tokens", "gpt-5", "2.50", M) + \
+    price("output_tokens", "gpt-5", "10", M) + \
+    price("input_tokens", "gpt-5", "1.20", M, provider="azure") + \
+    price("cached_input_tokens", "gpt-5", "0.12", M, provider="azure") + \
+    price("cache_write_tokens", "gpt-5", "1.50", M, provider="azure") + \
+    price("cache_write_1h_tokens", "gpt-5", "2.40", M, provider="azure") + \
+    price("output_tokens", "gpt-5", "10", M, provider="azure") + \
+    price("reasoning_tokens", "gpt-5", "12", M, provider="azure") + \
+    price("input_tokens", "gpt-5", "0.60", M, provider="azure", option="batch") + \
+    price("cached_input_tokens", "gpt-5", "0.06", M, provider="azure", option="batch") + \
+    price("cache_write_tokens", "gpt-5", "0.75", M, provider="azure", option="batch") + \
+    price("cache_write_1h_tokens", "gpt-5", "1.20", M, provider="azure", option="batch") + \
+    price("output_tokens", "gpt-5", "5", M, provider="azure", option="batch") + \
+    price("reasoning_tokens", "gpt-5", "6", M, provider="azure", option="batch")
+RULE_REQUESTS = ("request_id,occurred_at,tenant,product,model,provider,input_tokens,cached_input_tokens,"
+                 "cache_write_input_tokens,cache_write_1h_input_tokens,output_tokens,reasoning_tokens,service_tier,"
+                 "status\n")
+
+
+def test_one_request_with_cached_reads_both_writes_reasoning_on_the_batch_tier_of_a_second_provider():
+    requests = RULE_REQUESTS + \
+        "q1,2026-10-01T09:00:00Z,a,chat,gpt-5,azure,1000000,400000,100000,50000,200000,80000,batch,ok\n"
+    a = run(index(RULES), *DAY, requests=requests)
+    # input 1,000,000 = cached 400,000 + 5-minute writes 100,000 + 1-hour writes 50,000 + uncached 450,000;
+    # output 200,000 = reasoning 80,000 + the rest 120,000. Azure's batch prices per 1M:
+    #   uncached   450,000 × 0.60 = 0.27
+    #   cached     400,000 × 0.06 = 0.024
+    #   writes 5m  100,000 × 0.75 = 0.075
+    #   writes 1h   50,000 × 1.20 = 0.06
+    #   output     120,000 × 5.00 = 0.60
+    #   reasoning   80,000 × 6.00 = 0.48
+    #   total                     = 1.509
+    [line] = a.lines
+    assert (line.tenant, line.provider, line.model, line.category, line.quantity, line.amount) == \
+        ("a", "azure", "gpt-5", "provider_tokens", D(1200000), D("1.509"))   # quantity: input + output
+    assert a.total == D("1.509") == a.lines_total
+    assert a.notes == ()   # every bucket had a price of its own
+
+
+def test_the_same_request_standard_on_azure_and_from_openai():
+    requests = RULE_REQUESTS + """
+        q1,2026-10-01T09:00:00Z,a,chat,gpt-5,azure,1000000,400000,100000,50000,200000,80000,batch,ok
+        q2,2026-10-01T09:00:00Z,b,chat,gpt-5,azure,1000000,400000,100000,50000,200000,80000,standard,ok
+        q3,2026-10-01T09:00:00Z,c,chat,gpt-5,openai,1000000,400000,100000,50000,200000,80000,standard,ok
+    """
+    a = run(index(RULES), *DAY, requests=requests)
+    # b, Azure standard (tier *): 450,000 × 1.20 = 0.54 + 400,000 × 0.12 = 0.048 + 100,000 × 1.50 = 0.15
+    #    + 50,000 × 2.40 = 0.12 + 120,000 × 10 = 1.20 + 80,000 × 12 = 0.96 -> 3.018 (twice the batch 1.509)
+    # c, OpenAI (provider *; no reasoning price: all 200,000 output at 10): 450,000 × 1.25 = 0.5625
+    #    + 400,000 × 0.125 = 0.05 + 100,000 × 1.5625 = 0.15625 + 50,000 × 2.50 = 0.125 + 200,000 × 10 = 2.00
+    #    -> 2.89375
+    assert by_tenant(a) == {("a", "succeeded"): D("1.509"), ("b", "succeeded"): D("3.018"),
+                            ("c", "succeeded"): D("2.89375")}
+    assert a.total == D("7.42075") == a.lines_total
+
+
+def test_cache_writes_without_a_price_of_their_own_take_the_input_price_and_the_run_says_so():
+    book = HEAD.format(name="tokens", currency="USD") + \
+        price("input_tokens", "gpt-5", "1.25", M) + price("output_tokens", "gpt-5", "10", M) + \
+        price("input_tokens", "claude", "3", M) + price("cache_write_tokens", "claude", "3.75", M) + \
+        price("output_tokens", "claude", "15", M)
+    requests = RULE_REQUESTS + """
+        q1,2026-10-01T09:00:00Z,a,chat,gpt-5,openai,1000000,0,200000,100000,0,0,standard,ok
+        q2,2026-10-01T09:00:00Z,b,chat,claude,anthropic,1000000,0,200000,100000,0,0,standard,ok
+    """
+    a = run(index(book), *DAY, requests=requests)
+    # a: no write price for gpt-5: uncached 700,000 + writes 200,000 + 100,000, all at the input price 1.25 -> 1.25
+    # b: claude has a 5-minute write price, no 1-hour one: 700,000 × 3 = 2.10 + 200,000 × 3.75 = 0.75
+    #    + 100,000 × 3 (input price) = 0.30 -> 3.15
+    assert by_tenant(a) == {("a", "succeeded"): D("1.25"), ("b", "succeeded"): D("3.15")}
+    assert a.notes == (
+        "no cache_write_1h_tokens price in force for claude (anthropic), gpt-5 (openai): their 1-hour cache writes "
+        "are priced at their input_tokens price",
+        "no cache_write_tokens price in force for gpt-5 (openai): their 5-minute cache writes are priced at their "
+        "input_tokens price")
+    # with no input price either, the error names the input price missing (never a silent zero)
+    with pytest.raises(AllocationError) as e:
+        run(index(book), *DAY, requests=RULE_REQUESTS +
+            "q9,2026-10-01T09:00:00Z,a,chat,o9,openai,10,0,0,10,0,0,standard,ok\n")
+    assert e.value.problems == ["no price in force for meter input_tokens, sku o9, region *, purchase option "
+                                "standard, provider openai at 2026-10-01T09:00:00+00:00"]
+
+
+def test_batch_at_half_price_comes_out_at_half_price():
+    book = HEAD.format(name="tokens", currency="USD") + \
+        price("input_tokens", "gpt-5", "1.25", M) + price("output_tokens", "gpt-5", "10", M) + \
+        price("input_tokens", "gpt-5", "0.625", M, option="batch") + \
+        price("output_tokens", "gpt-5", "5", M, option="batch")
+    requests = RULE_REQUESTS + """
+        q1,2026-10-01T09:00:00Z,a,chat,gpt-5,openai,1000000,0,0,0,100000,0,standard,ok
+        q2,2026-10-01T09:00:00Z,b,chat,gpt-5,openai,1000000,0,0,0,100000,0,batch,ok
+        q3,2026-10-01T09:00:00Z,c,chat,gpt-5,openai,1000000,0,0,0,100000,0,flex,ok
+    """
+    a = run(index(book), *DAY, requests=requests)
+    # a, standard (tier *): 1,000,000 × 1.25 + 100,000 × 10 = 1.25 + 1.00 = 2.25
+    # b, batch: 1,000,000 × 0.625 + 100,000 × 5 = 0.625 + 0.50 = 1.125 = 2.25 / 2
+    # c, flex: no flex price, so the tier-* price: 2.25
+    assert by_tenant(a) == {("a", "succeeded"): D("2.25"), ("b", "succeeded"): D("1.125"),
+                            ("c", "succeeded"): D("2.25")}
+    assert by_tenant(a)[("b", "succeeded")] * 2 == by_tenant(a)[("a", "succeeded")]
+
+
+def test_two_providers_of_one_model_at_different_prices():
+    book = HEAD.format(name="tokens", currency="USD") + \
+        price("input_tokens", "gpt-5", "1.25", M, provider="openai") + \
+        price("output_tokens", "gpt-5", "10", M, provider="openai") + \
+        price("input_tokens", "gpt-5", "1.375", M, provider="azure") + \
+        price("output_tokens", "gpt-5", "11", M, provider="azure")
+    requests = PROVIDER + """
+        q1,2026-10-01T09:00:00Z,a,chat,gpt-5,openai,,1000000,0,100000,0,ok
+        q2,2026-10-01T09:00:00Z,a,chat,gpt-5,azure,,1000000,0,100000,0,ok
+    """
+    a = run(index(book), *DAY, requests=requests)
+    # openai: 1,000,000 × 1.25 + 100,000 × 10 = 2.25; azure: 1,000,000 × 1.375 + 100,000 × 11 = 2.475
+    assert {ln.provider: ln.amount for ln in a.lines} == {"openai": D("2.25"), "azure": D("2.475")}
+    assert a.total == D("4.725") == a.lines_total
+    # a third provider has no price of its own and there is no price for any provider: an error naming it
+    with pytest.raises(AllocationError) as e:
+        run(index(book), *DAY, requests=PROVIDER + "q3,2026-10-01T09:00:00Z,a,chat,gpt-5,bedrock,,10,0,0,0,ok\n")
+    assert e.value.problems == ["no price in force for meter input_tokens, sku gpt-5, region *, purchase option "
+                                "standard, provider bedrock at 2026-10-01T09:00:00+00:00"]
+
+
+def test_reasoning_with_a_tier_and_without_an_output_price_needs_none_when_all_output_is_reasoning():
+    book = HEAD.format(name="tokens", currency="USD") + \
+        price("input_tokens", "o9", "2", M) + \
+        price("reasoning_tokens", "o9", "8", M, extra='tiers = [{ above_input_tokens = 100000, price = "16" }]')
+    requests = PROVIDER + """
+        q1,2026-10-01T09:00:00Z,a,chat,o9,openai,,100000,0,50000,50000,ok
+        q2,2026-10-01T09:00:00Z,b,chat,o9,openai,,200000,0,50000,50000,ok
+    """
+    a = run(index(book), *DAY, requests=requests)
+    # a: 100,000 × 2 = 0.20 + 50,000 reasoning × 8 = 0.40 -> 0.60 (no output beyond the reasoning: no output price
+    #    needed); b: 200,000 > 100,000 input tokens, so the reasoning tier: 200,000 × 2 = 0.40 + 50,000 × 16 = 0.80
+    #    -> 1.20
+    assert by_tenant(a) == {("a", "succeeded"): D("0.60"), ("b", "succeeded"): D("1.20")}
 
 
 METERS = HEAD.format(name="meters", currency="USD") + \

@@ -146,7 +146,9 @@ def test_unit_economics_tiles_are_the_cli_numbers(demo):
     assert_shows(tiles["Total cost"], total)
     successes = sum(r["tasks"]["success"] for r in rep["rows"])
     # all-in cost per successful task: the run total over every successful task of the period
-    assert_shows(tiles["Cost per successful task"], (total / successes).quantize(Decimal("0.000001")))
+    assert rep["cost_per_successful_task_all_in_denominator"] == successes
+    assert Decimal(rep["cost_per_successful_task_all_in"]) == (total / successes).quantize(Decimal("0.000001"))
+    assert_shows(tiles["All-in cost per successful task"], rep["cost_per_successful_task_all_in"])
     failed = sum(Decimal(r["failed_work"]) for r in rep["rows"])
     assert_shows(tiles["Failed-work share"], (failed / total).quantize(Decimal("0.0001")))
     un = rep["unattributed"]
@@ -169,13 +171,36 @@ def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
         assert_shows(row["cost"], want["cost"])
         assert_shows(row["successful tasks"], want["tasks"]["success"])
         assert_shows(row["failed tasks"], want["tasks"]["failure"])
+        own = row["cost per successful task (own cost)"]
         if want["cost_per_successful_task"] is None:
-            assert row["cost per successful task"].startswith("undefined: ")
-            assert row["cost per successful task"].endswith(want["reasons"]["cost_per_successful_task"])
+            assert own.startswith("undefined: ") and own.endswith(want["reasons"]["cost_per_successful_task"])
         else:
-            assert_shows(row["cost per successful task"], want["cost_per_successful_task"])
+            assert_shows(own, want["cost_per_successful_task"])
         if want["success_rate"] is not None:
             assert_shows(row["success rate"], want["success_rate"])
+
+
+def test_both_costs_per_successful_task_are_named_with_their_definitions(demo):
+    from ledger.reports import ALL_IN_DEFINITION, OWN_DEFINITION
+
+    rep = cli(demo, "report", "unit-economics", "--period", PERIOD)
+    all_in, total = rep["cost_per_successful_task_all_in"], rep["cost_per_successful_task_all_in_numerator"]
+    at = page("pages/unit_economics.py")
+    assert "All-in cost per successful task" in metrics(at, "ue_tiles")
+    all_in_text, own_text = (m.value for m in at.get_by_key("ue_per_success_definitions").markdown)
+    # "**All-in cost per successful task**: \$26.20 = run total \$131.00 ÷ 5 successful tasks. *All-in* = ..."
+    assert all_in_text.startswith("**All-in cost per successful task**: ") and ALL_IN_DEFINITION in all_in_text
+    shown_all_in, rest = all_in_text.split(": ", 1)[1].split(" = run total ", 1)
+    assert_shows(shown_all_in, all_in)
+    assert_shows(rest.split(" ÷ ")[0], total)
+    assert f" ÷ {rep['cost_per_successful_task_all_in_denominator']:,} successful tasks" in rest
+    assert own_text.startswith("**Cost per successful task (own cost)**") and OWN_DEFINITION in own_text
+
+    at = page("pages/tenants.py")
+    assert_shows(metrics(at, "tn_per_success")["All-in cost per successful task (whole run)"], all_in)
+    texts = [m.value for m in at.get_by_key("tn_per_success_definitions").markdown]
+    assert ALL_IN_DEFINITION in texts[0] and OWN_DEFINITION in texts[1]
+    assert "cost per successful task (own cost)" in list(table(at, "tn_table")["metric"])
 
 
 def test_period_and_run_selectors_and_provenance_name_the_run(demo):
@@ -279,7 +304,7 @@ def test_tenants_side_by_side_are_the_cli_numbers(demo):
         want = rows[tenant]
         card = metrics(at, f"tn_card_{tenant}")
         assert_shows(card["Cost"], want["cost"])
-        assert_shows(card["Cost per successful task"], want["cost_per_successful_task"])
+        assert_shows(card["Cost per successful task (own cost)"], want["cost_per_successful_task"])
         assert_shows(card["$/1M active tokens"], want["cost_per_1m_active_tokens"])
         assert_shows(card["Share of GPU"], want["share_of_gpu"])
         tasks = want["tasks"]
@@ -457,7 +482,7 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
     at.selectbox(key="pb_meter").set_value("gpu_time").run()
     gpu = cli(demo, "pricebook", "show", "--at", "2026-10-15", "--meter", "gpu_time")
     assert len(table(at, "pb_in_force")) == len(gpu["prices"])
-    key = ("gpu_time", "H100-SXM-80GB", "us-east-1", "on_demand")
+    key = ("gpu_time", "H100-SXM-80GB", "us-east-1", "on_demand", "*")   # meter, sku, region, option, provider
     at.selectbox(key="pb_key").set_value(key).run()
     history = table(at, "pb_history")
     assert list(history["from"]) == sorted(history["from"]) and len(history) >= 2
@@ -498,7 +523,7 @@ def test_forecast_vs_actual_is_the_cli_comparison(demo):
 # ---- the command ----------------------------------------------------------------------------------
 
 def test_dashboard_command_line(monkeypatch):
-    from ledger import dashboard_cli
+    from ledger.dashboard import cli as dashboard_cli
     from ledger.cli import app
 
     cmd = dashboard_cli.streamlit_command(host="127.0.0.1", port=8599)

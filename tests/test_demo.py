@@ -119,6 +119,10 @@ def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, mo
         assert t["tasks"]["success"] > 0 and t["cost_per_successful_task"] is not None, name
         assert D(t["cost_per_successful_task"]) == quantize(D(t["cost"]) / t["tasks"]["success"])
 
+    # the pre-flight of the facts against the books finds nothing on the demo month (docs/check.md)
+    r = runner.invoke(app, ["check", "--period", "2026-10"])
+    assert r.exit_code == 0 and r.stdout.startswith("no problems: "), r.output
+
 
 def test_demo_refuses_a_home_with_data_and_force_wipes_only_the_ledger(tmp_path, monkeypatch):
     monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)  # the ledger DB in the home (SQLite)

@@ -81,7 +81,7 @@ def test_workbook_totals_are_formulas_that_give_the_run_totals(ledger, tmp_path)
     out.mkdir()
     cli("export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx"))
     wb = openpyxl.load_workbook(out / "run.xlsx")
-    assert wb.sheetnames == ["Lines", "By tenant", "By category", "Provenance"]
+    assert wb.sheetnames == ["Lines", "By tenant", "By category", "Cost per success", "Provenance"]
     assert wb["By tenant"]["C2"].value.startswith("=SUMPRODUCT(")
     assert all(wb[s].freeze_panes for s in wb.sheetnames)
     prov = {r[0]: r[1] for r in wb["Provenance"].iter_rows(min_row=2, values_only=True) if r[0]}
@@ -102,6 +102,48 @@ def test_workbook_totals_are_formulas_that_give_the_run_totals(ledger, tmp_path)
     assert rows[("tenant", "b")][total] == pytest.approx(158.60)    # 3.60 + 155.00
     assert rows[("idle_slack", None)][total] == pytest.approx(9.00)
     assert rows[("total", None)][total] == pytest.approx(324.50)
+    # no outcome was ingested: both costs per successful task are undefined, and say why
+    per = {(r[0], r[1]): r for r in wb["Cost per success"].iter_rows(min_row=2, values_only=True)}
+    why = "undefined: no task with outcome success was decided in the period"
+    assert per[("all-in", "(whole run: every line)")][2:6] == (pytest.approx(324.50), 0, why, why)
+    assert per[("own cost", "b")][2:6] == (pytest.approx(158.60), 0, why, why)
+
+
+def test_workbook_cost_per_success_sheet_has_both_figures_as_formulas(tmp_path):
+    # The hand-worked run of test_reports (TWO_FIGURES): total 131.00, 5 successful tasks;
+    # a 60.10 over 3 successes, b 54.70 over 2.
+    from test_allocate_support import index, run
+    from test_reports import DAY, FLEET, GPU_BOOK, TWO_FIGURES
+
+    from ledger.export import allocation_as_xlsx
+    from ledger.reports import ALL_IN_DEFINITION, OWN_DEFINITION, run_data_of
+
+    data = run_data_of(run(index(GPU_BOOK), *DAY, fleet=FLEET, **TWO_FIGURES), run_id="r2")
+    path = tmp_path / "run.xlsx"
+    allocation_as_xlsx(data, path=path)
+    ws = openpyxl.load_workbook(path)["Cost per success"]
+    assert [c.value for c in ws[1]] == ["figure", "tenant", "cost", "successful tasks", "cost per successful task",
+                                        "as reported (ledger report)", "definition"]
+    n = len(data.lines) + 1
+    assert ws["C2"].value == f"=SUM('Lines'!$M$2:$M${n})"          # every line: the run total
+    assert ws["D2"].value == "=SUM(D3:D4)"                           # every tenant's successes
+    assert ws["E2"].value == '=IF(D2=0,"undefined: no task with outcome success was decided in the period",C2/D2)'
+    assert ws["G2"].value == f"all-in = {ALL_IN_DEFINITION}"
+    assert ws["C3"].value == (f"=SUMPRODUCT(('Lines'!$B$2:$B${n}=\"tenant\")*('Lines'!$C$2:$C${n}=$B3)"
+                              f"*'Lines'!$M$2:$M${n})")              # the tenant's own lines
+    assert ws["E3"].value.endswith(",C3/D3)")
+    assert [(ws[f"A{r}"].value, ws[f"B{r}"].value, ws[f"D{r}"].value, ws[f"G{r}"].value) for r in (3, 4)] == \
+        [("own cost", "a", 3, f"own cost = {OWN_DEFINITION}"), ("own cost", "b", 2, f"own cost = {OWN_DEFINITION}")]
+    # the ledger's own figures (half-even to 1e-6) stand beside the formulas
+    assert [ws[f"F{r}"].value for r in (2, 3, 4)] == [pytest.approx(26.2), pytest.approx(20.033333),
+                                                      pytest.approx(27.35)]
+
+    per = {r[1]: r for r in openpyxl.load_workbook(recalculate(path, tmp_path / "recalc"), data_only=True)
+           ["Cost per success"].iter_rows(min_row=2, values_only=True)}
+    all_in = per["(whole run: every line)"]
+    assert all_in[2:5] == (pytest.approx(131.00), 5, pytest.approx(26.20))      # 131.00 / 5
+    assert per["a"][2:5] == (pytest.approx(60.10), 3, pytest.approx(60.10 / 3))  # 20.0333...
+    assert per["b"][2:5] == (pytest.approx(54.70), 2, pytest.approx(27.35))      # 54.70 / 2
 
 
 @pytest.mark.store

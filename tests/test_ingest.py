@@ -141,6 +141,52 @@ def test_every_kind_roundtrips_exact_values(ledger_home, tmp_path):
         assert s.get(__import__("ledger.models", fromlist=["Pool"]).Pool, "h100-pool") is not None
 
 
+def test_cache_writes_reasoning_and_service_tier_roundtrip_with_their_defaults(ledger_home, tmp_path):
+    register("acme")
+    f = write(tmp_path / "r.csv", CACHE_HEADER + ",reasoning_tokens,service_tier\n"
+              "r1,2026-10-01T00:00:00Z,acme,chat,m,,openai,100,40,10,5,20,ok,8,batch\n"
+              "r2,2026-10-01T00:00:00Z,acme,chat,m,,openai,100,,,,20,ok,,\n")
+    r = run("ingest", "requests", str(f))
+    assert r.exit_code == 0, r.output
+    rows = ledger_facts().execute("SELECT request_id, cached_input_tokens, cache_write_input_tokens, "
+                                  "cache_write_1h_input_tokens, reasoning_tokens, service_tier FROM requests "
+                                  "ORDER BY 1").fetchall()
+    # blanks take the defaults: 0 tokens, the standard tier
+    assert rows == [("r1", 40, 10, 5, 8, "batch"), ("r2", 0, 0, 0, 0, "standard")]
+
+
+NEW_REQUEST_COLUMNS = ("cache_write_input_tokens", "cache_write_1h_input_tokens", "service_tier")
+
+
+def test_fact_files_written_before_the_new_columns_read_them_as_defaults(ledger_home, tmp_path):
+    register("acme")
+    r = run("ingest", "requests", str(write(tmp_path / "old.csv", REQ_HEADER + "\n" + OK_ROW + "\n")), "--json")
+    old_batch = json.loads(r.stdout)["batch_id"]
+    # make the batch's fact file look like one written before the columns existed
+    [path] = facts.batch_files("requests", old_batch)
+    tmp = path.with_suffix(".tmp")
+    duckdb.execute(f"COPY (SELECT * EXCLUDE ({', '.join(NEW_REQUEST_COLUMNS)}) FROM read_parquet('{path}')) "
+                   f"TO '{tmp}' (FORMAT parquet)")
+    os.replace(tmp, path)
+    assert not set(NEW_REQUEST_COLUMNS) & {c for (c,) in duckdb.execute(
+        f"SELECT name FROM parquet_schema('{path}')").fetchall()}
+    want = ("r1", 10, 0, 0, 0, 0, "standard")
+    query = ("SELECT request_id, input_tokens, cached_input_tokens, cache_write_input_tokens, "
+             "cache_write_1h_input_tokens, reasoning_tokens, service_tier FROM requests ORDER BY 1")
+    # only old files: the columns are filled with their defaults
+    assert facts.connect({"requests": [old_batch]}).execute(query).fetchall() == [want]
+    # old and new files together: the old rows take the defaults, the new ones keep their values
+    f = write(tmp_path / "new.csv", CACHE_HEADER + ",service_tier\n"
+              "r2,2026-10-01T00:00:00Z,acme,chat,m,,openai,100,40,10,5,20,ok,flex\n")
+    assert run("ingest", "requests", str(f)).exit_code == 0
+    assert ledger_facts().execute(query).fetchall() == [want, ("r2", 100, 40, 10, 5, 0, "flex")]
+    # the old row sent again with the new columns written out is a duplicate, not a conflict
+    again = write(tmp_path / "again.csv", REQ_HEADER + ",cache_write_input_tokens,service_tier\n" + OK_ROW
+                  + ",0,standard\n")
+    r = run("ingest", "requests", str(again))
+    assert r.exit_code == 0 and "1 rows read, 0 new, 1 duplicate" in r.output, r.output
+
+
 def test_csv_jsonl_and_parquet_are_the_same_facts(ledger_home, tmp_path):
     register("acme")
     rows = [{"request_id": "r1", "occurred_at": "2026-10-01T00:00:00Z", "tenant": "acme", "product": "chat",
@@ -202,6 +248,8 @@ def test_parquet_timestamps_of_every_unit_naive_refused_zoned_taken(ledger_home,
 # ---- the bad-input corpus: each case, its exact message, and nothing written -------------------
 
 OK_ROW = "r1,2026-10-01T00:00:00Z,acme,chat,m,p,,t1,10,0,5,ok"
+CACHE_HEADER = ("request_id,occurred_at,tenant,product,model,pool,provider,input_tokens,cached_input_tokens,"
+                "cache_write_input_tokens,cache_write_1h_input_tokens,output_tokens,status")
 CORPUS = [
     ("naive timestamp", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00,acme,chat,m,p,,t1,10,0,5,ok\n",
      ["{f}:2: occurred_at: '2026-10-01T00:00:00' has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z"]),
@@ -211,7 +259,8 @@ CORPUS = [
      ["{f}:2: cached_input_tokens: cached_input_tokens 11 is more than input_tokens 10"]),
     ("unknown column", "requests", REQ_HEADER + ",inptu_tokens\n" + OK_ROW + ",3\n",
      ["{f}:1: inptu_tokens: unknown column (expected: request_id, occurred_at, tenant, product, model, pool, provider, "
-      "task_id, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, status, ttft_ms, latency_ms, region)"]),
+      "task_id, input_tokens, cached_input_tokens, output_tokens, cache_write_input_tokens, cache_write_1h_input_tokens, "
+      "reasoning_tokens, service_tier, status, ttft_ms, latency_ms, region)"]),
     ("unknown tenant", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,nobody,chat,m,p,,t1,10,0,5,ok\n",
      ["{f}: tenant: unknown tenant: nobody (register with `ledger dims add tenant NAME` or `ledger dims import`, "
       "or ingest with --register-new)"]),
@@ -245,6 +294,22 @@ CORPUS = [
      ["{f}:1: output_tokens: required column is missing"]),
     ("unterminated quote", "requests", REQ_HEADER + '\nr1,"2026-10-01T00:00:00Z,acme,chat,m,p,,t1,10,0,5,ok\n',
      ["{f}:2: occurred_at: a quote that is never closed"]),
+    # cached reads and both kinds of cache writes are disjoint parts of input: 4 + 5 + 2 = 11 > 10 (on the
+    # 5-minute column), 0 + 0 + 11 > 10 (on the 1-hour column, the row has no 5-minute writes); r3's
+    # 4 + 3 + 3 = 10 is exactly the input and fine
+    ("cache writes beyond the input", "requests", CACHE_HEADER + """
+r1,2026-10-01T00:00:00Z,acme,chat,m,,openai,10,4,5,2,5,ok
+r2,2026-10-01T00:00:00Z,acme,chat,m,,openai,10,0,,11,5,ok
+r3,2026-10-01T00:00:00Z,acme,chat,m,,openai,10,4,3,3,5,ok
+""", ["{f}:2: cache_write_input_tokens: cached_input_tokens 4 + cache_write_input_tokens 5 + cache_write_1h_input_tokens"
+      " 2 = 11 is more than input_tokens 10 (cached reads and cache writes are disjoint parts of the input)",
+      "{f}:3: cache_write_1h_input_tokens: cached_input_tokens 0 + cache_write_input_tokens 0 + "
+      "cache_write_1h_input_tokens 11 = 11 is more than input_tokens 10 (cached reads and cache writes are disjoint "
+      "parts of the input)"]),
+    ("negative cache writes", "requests", CACHE_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,,openai,10,0,-1,0,5,ok\n",
+     ["{f}:2: cache_write_input_tokens: '-1' is negative"]),
+    ("unknown service tier", "requests", REQ_HEADER + ",service_tier\n" + OK_ROW + ",bacth\n",
+     ["{f}:2: service_tier: 'bacth' is not one of standard, batch, flex, priority"]),
 ]
 
 

@@ -142,6 +142,34 @@ BAD_BOOKS = [
     ("fx-overlap",
      HEAD + price() + fx() + fx(rate='"1.10"', effective_from="2026-11-01T00:00:00Z"),
      "fx EUR->USD: rates from 2026-10-01T00:00:00+00:00 and 2026-11-01T00:00:00+00:00 overlap"),
+    # a provider's prices are a key of their own: two of them in force at once overlap (the label ends /provider)
+    ("overlap-of-one-provider",
+     HEAD + price(TOKEN_PRICE, provider='"azure"') + price(TOKEN_PRICE, provider='"azure"', price='"1.10"',
+                                                           effective_from="2026-09-01T00:00:00Z"),
+     "price[2] input_tokens/gpt-5/*/*/azure: overlaps price[1] of the same key in force from"
+     " 2026-06-01T00:00:00+00:00 to open end"),
+    # prices that no rule would ever use (docs/pricebooks.md, "Prices no rule uses"):
+    ("unused-unknown-token-meter",   # Anthropic's name for cached reads, not the ledger's meter
+     HEAD + price(TOKEN_PRICE, meter='"cache_read_input_tokens"'),
+     "price[1] cache_read_input_tokens/gpt-5/*/*: meter 'cache_read_input_tokens' is not a token meter the ledger"
+     " prices (cache_write_1h_tokens, cache_write_tokens, cached_input_tokens, input_tokens, output_tokens,"
+     " reasoning_tokens): no rule would use this price (a meters-input meter must not end in _tokens)"),
+    ("unused-token-tier",            # a token price's purchase_option is a request's service tier
+     HEAD + price(TOKEN_PRICE, purchase_option='"on_demand"'),
+     "price[1] input_tokens/gpt-5/*/on_demand: purchase_option 'on_demand' is not a service tier (standard, batch,"
+     " flex, priority, or * for any): no request would use this price"),
+    ("unused-provider-on-gpu-time",
+     HEAD + price(provider='"aws"'),
+     f"price[1] {GPU_KEY}/aws: provider 'aws': only token prices are matched against a request's provider; no usage"
+     " of meter gpu_time names one, so this price would never be used"),
+    ("unused-option-on-a-meter",
+     HEAD + price(meter='"egress"', sku='"internet"', region='"*"', purchase_option='"reserved"', per='"GB"'),
+     "price[1] egress/internet/*/reserved: purchase_option 'reserved': meter egress is looked up with purchase"
+     " option * (options apply to gpu_time, and as service tiers to token meters), so this price would never be"
+     " used"),
+    ("empty-provider",
+     HEAD + price(TOKEN_PRICE, provider='""'),
+     'price[1] input_tokens/gpt-5/*/*/: provider is empty (write "*" for any)'),
 ]
 
 
@@ -245,9 +273,9 @@ def test_a_price_is_the_decimal_written_with_its_provenance():
     assert b.digest == hashlib.sha256((HEAD + price() + price(TOKEN_PRICE, currency='"EUR"')).encode()).hexdigest()
 
 
-def test_region_and_purchase_option_default_to_any():
+def test_region_purchase_option_and_provider_default_to_any():
     b = book(HEAD + price(region=None, purchase_option=None))
-    assert b.prices[0].key == ("gpu_time", "H100-SXM-80GB", "*", "*")
+    assert b.prices[0].key == ("gpu_time", "H100-SXM-80GB", "*", "*", "*")   # meter, sku, region, option, provider
 
 
 def test_long_context_tiers_apply_above_their_threshold():
@@ -303,6 +331,56 @@ def test_price_at_prefers_the_exact_region_then_falls_back_to_any():
     assert idx.price_at(region="us-east-1", purchase_option="spot", **key).price == D("2.10")
     tok = idx.price_at(meter="input_tokens", sku="gpt-5", region="ap-south-1", purchase_option="on_demand", at=at)
     assert (tok.price, tok.region, tok.purchase_option) == (D("1.25"), "*", "*")
+
+
+# gpt-5 input tokens: 1.25 from any provider, 1.375 on Azure, 0.6875 on Azure's batch tier, and 0.625 on the
+# batch tier of any other provider. Four keys: none overlaps another, however their ranges lie.
+PROVIDERS = (HEAD
+             + price(TOKEN_PRICE)
+             + price(TOKEN_PRICE, provider='"azure"', price='"1.375"')
+             + price(TOKEN_PRICE, provider='"azure"', purchase_option='"batch"', price='"0.6875"')
+             + price(TOKEN_PRICE, purchase_option='"batch"', price='"0.625"'))
+
+
+@pytest.mark.parametrize("provider, tier, expected", [
+    ("openai", "standard", D("1.25")),    # no openai price: provider *, tier *
+    ("openai", "batch", D("0.625")),      # provider *, tier batch
+    ("azure", "standard", D("1.375")),    # the exact provider first, tier *
+    ("azure", "batch", D("0.6875")),      # exact provider and tier
+    ("azure", "flex", D("1.375")),        # no flex price: azure's tier * before provider * batch/*
+])
+def test_price_at_tries_the_exact_provider_then_any_with_the_tier_as_purchase_option(provider, tier, expected):
+    idx = PriceIndex([book(PROVIDERS)])
+    p = idx.price_at(meter="input_tokens", sku="gpt-5", purchase_option=tier, provider=provider,
+                     at=utc(2026, 10, 15))
+    assert p.price == expected
+
+
+def test_price_at_without_a_provider_keeps_its_old_meaning():
+    idx = PriceIndex([book(PROVIDERS)])
+    at = utc(2026, 10, 15)
+    # provider defaults to "*": only prices for any provider answer, never Azure's
+    assert idx.price_at(meter="input_tokens", sku="gpt-5", at=at).price == D("1.25")
+    assert idx.price_at(meter="input_tokens", sku="gpt-5", purchase_option="batch", at=at).price == D("0.625")
+    assert [p.provider for p in idx.in_force(at)] == ["*", "azure", "*", "azure"]
+    assert [p.price for p in idx.in_force(at, provider="azure")] == [D("1.25"), D("1.375"), D("0.625"), D("0.6875")]
+    assert [p.price for p in idx.in_force(at, provider="openai")] == [D("1.25"), D("0.625")]
+    azure_only = PriceIndex([book(HEAD + price(TOKEN_PRICE, provider='"azure"'))])
+    with pytest.raises(NoPriceError) as e:
+        azure_only.price_at(meter="input_tokens", sku="gpt-5", provider="openai", at=at)
+    assert str(e.value) == ("no price in force for meter input_tokens, sku gpt-5, region *, purchase option *, "
+                            "provider openai at 2026-10-15T00:00:00+00:00")
+
+
+def test_the_same_key_for_two_providers_is_no_overlap_within_or_across_books(write, tmp_path):
+    a = write("a", PROVIDERS)
+    b = write("b", HEAD.replace('"test-cloud"', '"other-cloud"')
+              + price(TOKEN_PRICE, provider='"bedrock"', price='"1.30"')
+              + price(TOKEN_PRICE, provider='"azure"', price='"1.40"', effective_from="2026-09-01T00:00:00Z"))
+    books, problems = load_books([a, b])
+    # bedrock is a key of its own; azure's tier-* price is in both books at once: the later file takes the blame
+    assert [str(x) for x in problems] == [
+        f"{b}: price[2] input_tokens/gpt-5/*/*/azure: overlaps price[2] of book test-cloud@2026-10-01 for the same key"]
 
 
 def test_no_price_in_force_is_an_error_naming_meter_sku_region_and_time():

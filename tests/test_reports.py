@@ -17,9 +17,9 @@ from test_allocate_support import facts_con, index, run, utc
 from ledger import runs, store
 from ledger.allocate import Policy, allocate
 from ledger.models import AllocationLine
-from ledger.reports import (NO_SUCCESS, lines_frame, load_report, run_data_of, run_data_of_stored, tenants_as_csv,
-                            tenants_as_table, unit_economics, unit_economics_as_csv, unit_economics_as_json,
-                            unit_economics_as_table)
+from ledger.reports import (ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, lines_frame, load_report, run_data_of,
+                            run_data_of_stored, summary, tenants_as_csv, tenants_as_table, unit_economics,
+                            unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
 
 DAY = ("2026-10-01T00:00:00Z", "2026-10-02T00:00:00Z")
 # Hour 10 of the p1 fleet (C_serve 7.20, K 7,200): a 1,800 tokens in two requests of task x1 and
@@ -117,6 +117,128 @@ def test_every_renderer_states_period_run_books_currency_and_criteria(alloc):
                        "regions us-east-1",
                        "success criteria: tests-pass, user-accepted"):
             assert needle in text, needle
+
+
+# ---- the two costs per successful task: all-in (the run) and own cost (a row) --------------------
+# The p1 fleet of test_allocate_gpu (serving hours 10-12, C_serve 7.20 an hour, K 7,200 tokens an
+# hour; reserve 2 x 3.60 = 7.20), five tasks that all succeed, and a 102.20 charge for the day, even.
+# Hour 10 (r = 7.20 / 7,200 = 0.001): a x1 0.90 + x3 0.90, b y1 1.80 + y2 1.80, slack 7.20 - 5.40 = 1.80.
+# Hour 11: a x2 9,000 tokens > K: r = 7.20 / 9,000, a 7.20, no slack. Hour 12: all slack, 7.20.
+# Charge c1: 102.20 even over a and b: 51.10 each.
+# a: 0.90 + 0.90 + 7.20 + 51.10 = 60.10, 3 successes; b: 1.80 + 1.80 + 51.10 = 54.70, 2 successes.
+# Run total: 60.10 + 54.70 + idle slack (1.80 + 7.20) 9.00 + idle reserve 7.20 = 131.00.
+# all-in: 131.000000 / 5 = 26.200000
+# own:    a 60.10 / 3 = 20.033333 (20.0333...), b 54.70 / 2 = 27.350000
+TWO_FIGURES = {
+    "requests": """
+        request_id,occurred_at,tenant,product,model,pool,task_id,input_tokens,output_tokens,status
+        q1,2026-10-01T10:05:00Z,a,chat,llama,p1,x1,500,400,ok
+        q2,2026-10-01T10:10:00Z,a,chat,llama,p1,x3,500,400,ok
+        q3,2026-10-01T10:20:00Z,b,search,llama,p1,y1,1000,800,ok
+        q4,2026-10-01T10:59:59Z,b,search,llama,p1,y2,1000,800,ok
+        q5,2026-10-01T11:30:00Z,a,chat,llama,p1,x2,6000,3000,ok
+    """,
+    "outcomes": """
+        task_id,tenant,product,outcome,decided_at,criteria
+        x1,a,chat,success,2026-10-01T12:00:00Z,tests-pass
+        x2,a,chat,success,2026-10-01T12:00:00Z,tests-pass
+        x3,a,chat,success,2026-10-01T12:00:00Z,tests-pass
+        y1,b,search,success,2026-10-01T12:00:00Z,user-accepted
+        y2,b,search,success,2026-10-01T12:00:00Z,user-accepted
+    """,
+    "charges": """
+        charge_id,period_start,period_end,category,description,amount,currency,allocate
+        c1,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,observability,Grafana,102.20,USD,even
+    """,
+}
+ALL_IN = "cost_per_successful_task_all_in"
+
+
+@pytest.fixture
+def two_figures():
+    return run(index(GPU_BOOK), *DAY, fleet=FLEET, **TWO_FIGURES)
+
+
+def test_all_in_and_own_cost_per_successful_task_worked(two_figures):
+    rep = unit_economics(run_data_of(two_figures, run_id="r2"), by="tenant")
+    a, b = rep.rows
+    assert (rep.total, rep.successful_tasks) == (D("131.00"), 5)
+    assert rep.unattributed == {"idle_slack": D("9.00"), "idle_reserve": D("7.20"), "unallocated": D(0)}
+    assert rep.cost_per_successful_task_all_in == D("26.200000")   # 131.00 / 5
+    assert (a.cost, a.tasks["success"], a.cost_per_successful_task) == (D("60.10"), 3, D("20.033333"))  # 60.10 / 3
+    assert (b.cost, b.tasks["success"], b.cost_per_successful_task) == (D("54.70"), 2, D("27.350000"))  # 54.70 / 2
+    # the all-in figure is the run's: the same with a tenant filter, and by product or model
+    assert unit_economics(run_data_of(two_figures, run_id="r2"), by="tenant",
+                          tenants=["b"]).cost_per_successful_task_all_in == D("26.200000")
+    for by in ("product", "model"):
+        assert unit_economics(run_data_of(two_figures, run_id="r2"), by=by).cost_per_successful_task_all_in == \
+            D("26.200000")
+
+
+@pytest.mark.parametrize("by,tenants", [("tenant", None), ("tenant", ["b"]), ("product", None), ("model", None)])
+def test_json_carries_both_figures_with_definitions(two_figures, by, tenants):
+    doc = unit_economics_as_json(unit_economics(run_data_of(two_figures, run_id="r2"), by=by, tenants=tenants))
+    assert doc[ALL_IN] == "26.200000"                         # 131.000000 / 5, run-wide whatever the filter
+    assert (doc[f"{ALL_IN}_numerator"], doc[f"{ALL_IN}_denominator"]) == ("131.000000", 5)
+    assert D(doc[f"{ALL_IN}_numerator"]) / doc[f"{ALL_IN}_denominator"] == D(doc[ALL_IN])
+    assert doc["definitions"] == {ALL_IN: ALL_IN_DEFINITION, "cost_per_successful_task": OWN_DEFINITION}
+    assert doc["reasons"] == {}
+    if by == "tenant":
+        own = {r["tenant"]: r["cost_per_successful_task"] for r in doc["rows"]}
+        assert own == ({"a": "20.033333", "b": "27.350000"} if tenants is None else {"b": "27.350000"})
+
+
+def test_allocate_summary_carries_the_all_in_figure_at_the_top(two_figures):
+    doc = summary(two_figures, run_id="r2")
+    assert doc["total"] == "131.000000"
+    assert (doc[ALL_IN], doc[f"{ALL_IN}_numerator"], doc[f"{ALL_IN}_denominator"]) == ("26.200000", "131.000000", 5)
+    assert doc["definitions"][ALL_IN] == ALL_IN_DEFINITION and doc["reasons"] == {}
+    assert [t["cost_per_successful_task"] for t in doc["tenants"]] == ["20.033333", "27.350000"]
+    assert doc["definitions"]["cost_per_successful_task"] == OWN_DEFINITION
+
+
+def test_csv_and_tables_name_both_figures(two_figures):
+    rep = unit_economics(run_data_of(two_figures, run_id="r2"), by="tenant")
+    rows = list(csv.DictReader(io.StringIO(unit_economics_as_csv(rep))))
+    assert [(r["tenant"], r["cost_per_successful_task"]) for r in rows] == [("a", "20.033333"), ("b", "27.350000")]
+    for r in rows:  # every row repeats the run's all-in figure, how it is made and both definitions
+        assert (r[ALL_IN], r[f"{ALL_IN}_numerator"], r[f"{ALL_IN}_denominator"]) == ("26.200000", "131.000000", "5")
+        assert r[f"{ALL_IN}_undefined_because"] == ""
+        assert r[f"{ALL_IN}_definition"] == ALL_IN_DEFINITION
+        assert r["cost_per_successful_task_definition"] == OWN_DEFINITION
+    side = {r[0]: r[1:] for r in csv.reader(io.StringIO(tenants_as_csv(rep)))}
+    assert side["cost per successful task"] == ["20.033333", "27.350000"]
+    assert side[ALL_IN] == ["26.200000", "26.200000"] and side[f"{ALL_IN}_denominator"] == ["5", "5"]
+    for table in (unit_economics_as_table(rep), tenants_as_table(rep)):
+        console = Console(width=400, record=True)
+        console.print(table)
+        text = " ".join(console.export_text().split())
+        assert "all-in cost per successful task: 26.20 = run total 131.00 ÷ 5 successful tasks" in text
+        assert f"all-in = {ALL_IN_DEFINITION}" in text
+        assert f"cost per success (own cost) = {OWN_DEFINITION}" in text
+    console = Console(width=400, record=True)
+    console.print(unit_economics_as_table(rep))
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if "┃ tenant" in line)
+    assert "cost per success (own cost)" in header
+    assert "20.033333" in text and "27.35" in text
+
+
+def test_all_in_undefined_without_a_success_says_why():
+    # the requests of the module, no outcome at all: 28.80 over 0 successful tasks
+    alloc = run(index(GPU_BOOK), *DAY, fleet=FLEET, requests=REQUESTS)
+    rep = unit_economics(run_data_of(alloc, run_id="r3"), by="tenant")
+    assert rep.successful_tasks == 0 and rep.cost_per_successful_task_all_in is None
+    doc = unit_economics_as_json(rep)
+    assert (doc[ALL_IN], doc[f"{ALL_IN}_numerator"], doc[f"{ALL_IN}_denominator"]) == (None, "28.800000", 0)
+    assert doc["reasons"] == {ALL_IN: NO_SUCCESS}
+    assert summary(alloc, run_id="r3")["reasons"] == {ALL_IN: NO_SUCCESS}
+    row = next(csv.DictReader(io.StringIO(unit_economics_as_csv(rep))))
+    assert row[ALL_IN] == "" and row[f"{ALL_IN}_undefined_because"] == NO_SUCCESS
+    console = Console(width=400, record=True)
+    console.print(unit_economics_as_table(rep))
+    assert f"all-in cost per successful task: undefined ({NO_SUCCESS}; run total 28.80)" in \
+        " ".join(console.export_text().split())
 
 
 @pytest.mark.store

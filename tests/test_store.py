@@ -412,12 +412,13 @@ def test_pricebook_show_json(ledger_home, book_file):
     assert data["at"] == "2026-10-15T00:00:00+00:00"
     assert data["prices"] == [
         {"meter": "gpu_time", "sku": "H100-SXM-80GB", "region": "us-east-1", "purchase_option": "on_demand",
-         "price": "6.88", "list_price": "6.88", "currency": "USD", "per": "gpu * hour", "upfront": None,
-         "term": None, "tiers": [], "effective_from": "2026-06-01T00:00:00+00:00", "effective_to": None,
+         "provider": "*", "price": "6.88", "list_price": "6.88", "currency": "USD", "per": "gpu * hour",
+         "upfront": None, "term": None, "tiers": [], "effective_from": "2026-06-01T00:00:00+00:00",
+         "effective_to": None,
          "book": "test-cloud", "version": "2026-10-01", "source_url": "https://example.com/on-demand"},
         {"meter": "gpu_time", "sku": "H100-SXM-80GB", "region": "us-east-1", "purchase_option": "reserved",
-         "price": "3.0000000000", "list_price": "2.00", "currency": "USD", "per": "gpu * hour", "upfront": "8760",
-         "term": "8760 * hour", "tiers": [], "effective_from": "2026-06-01T00:00:00+00:00",
+         "provider": "*", "price": "3.0000000000", "list_price": "2.00", "currency": "USD", "per": "gpu * hour",
+         "upfront": "8760", "term": "8760 * hour", "tiers": [], "effective_from": "2026-06-01T00:00:00+00:00",
          "effective_to": "2027-06-01T00:00:00+00:00", "book": "test-cloud", "version": "2026-10-01",
          "source_url": "https://example.com/reserved"},
     ]
@@ -447,3 +448,96 @@ def test_pricebook_show_errors(ledger_home, book_file):
     r = runner.invoke(app, ["pricebook", "show", "--at", "2026-10-15T00:00:00", "--json"])
     assert r.exit_code == 1
     assert r.stderr.splitlines() == ["--at: '2026-10-15T00:00:00' has no UTC offset (add Z or +00:00)"]
+
+
+# ---- prices of one model from several providers -------------------------------------------------
+
+PROVIDER_BOOK = BOOK.replace('name = "test-cloud"', 'name = "tokens"') + """
+[[price]]
+meter = "input_tokens"
+sku = "gemini-2.5-pro"
+provider = "vertex"
+price = "1.30"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/vertex"
+
+[[price]]
+meter = "input_tokens"
+sku = "gemini-2.5-pro"
+provider = "vertex"
+purchase_option = "batch"
+price = "0.65"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/vertex-batch"
+"""
+
+
+def test_the_provider_of_a_price_is_stored_shown_and_part_of_the_overlap_key(ledger_home, tmp_path):
+    path = tmp_path / "tokens.toml"
+    path.write_text(PROVIDER_BOOK, encoding="utf-8")
+    assert load(path).exit_code == 0
+    with store.session() as s:
+        entries = list(s.exec(select(PriceEntryRow).order_by(PriceEntryRow.entry)))
+        assert [(e.meter, e.purchase_option, e.provider, e.price) for e in entries[2:]] == [
+            ("input_tokens", "*", "*", D("1.25")), ("input_tokens", "*", "vertex", D("1.30")),
+            ("input_tokens", "batch", "vertex", D("0.65"))]
+    show = ["pricebook", "show", "--at", "2026-10-15T00:00:00Z", "--meter", "input_tokens", "--json"]
+    every = json.loads(runner.invoke(app, show).stdout)["prices"]
+    assert [(p["provider"], p["purchase_option"], p["price"]) for p in every] == [
+        ("*", "*", "1.25"), ("vertex", "*", "1.30"), ("vertex", "batch", "0.65")]
+    # --provider keeps that provider's prices and those for any provider
+    other = json.loads(runner.invoke(app, show + ["--provider", "openai"]).stdout)["prices"]
+    assert [p["provider"] for p in other] == ["*"]
+    text = flat(runner.invoke(app, show[:-1] + ["--provider", "vertex"]).stdout)
+    assert "prices in force at 2026-10-15T00:00:00+00:00 (3)" in text   # the table has a provider column
+    # another book with Vertex's batch price at the same time overlaps; one for another provider does not
+    clash = tmp_path / "clash.toml"
+    clash.write_text(PROVIDER_BOOK.replace('name = "tokens"', 'name = "clash"').split("[[price]]", 1)[0] + """
+[[price]]
+meter = "input_tokens"
+sku = "gemini-2.5-pro"
+provider = "openrouter"
+price = "1.40"
+per = "1e6 * token"
+effective_from = 2026-01-01T00:00:00Z
+source_url = "https://example.com/openrouter"
+
+[[price]]
+meter = "input_tokens"
+sku = "gemini-2.5-pro"
+provider = "vertex"
+purchase_option = "batch"
+price = "0.60"
+per = "1e6 * token"
+effective_from = 2026-06-01T00:00:00Z
+source_url = "https://example.com/vertex-batch"
+""", encoding="utf-8")
+    r = load(clash)
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [f"{clash}: price[2] input_tokens/gemini-2.5-pro/*/batch/vertex: overlaps price[5] "
+                                     "of book tokens@2026-10-01 for the same key"]
+
+
+def test_migration_gives_price_entries_loaded_before_it_the_provider_any(db_url):
+    store.init_store(db_url)
+    cfg = store.alembic_config(db_url)
+    command.downgrade(cfg, "0001")
+    eng = store.engine(db_url)
+    assert "provider" not in {c["name"] for c in sa.inspect(eng).get_columns("price_entry")}
+    with eng.begin() as c:
+        c.execute(sa.text("INSERT INTO price_book (id, name, version, currency, source, retrieved_at, digest, path, "
+                          "content, loaded_at) VALUES (1, 'b', 'v1', 'USD', 's', '2026-10-01', 'd', '', '', "
+                          "'2026-10-01 00:00:00')"))
+        c.execute(sa.text("INSERT INTO price_entry (id, book_id, entry, meter, sku, region, purchase_option, price, "
+                          "list_price, currency, per, effective_from, source_url, tiers) VALUES (1, 1, 1, "
+                          "'input_tokens', 'gpt-5', '*', '*', 1.25, 1.25, 'USD', '1e6 * token', "
+                          "'2026-01-01 00:00:00', 'x', '[]')"))
+    store.dispose_engines()
+    assert store.init_store(db_url) == ("0001", head_revision(db_url))
+    with store.session(db_url) as s:
+        [e] = s.exec(select(PriceEntryRow)).all()
+        assert (e.meter, e.provider, e.price) == ("input_tokens", "*", D("1.25"))
+    command.downgrade(store.alembic_config(db_url), "0001")   # and back: the column goes
+    assert "provider" not in {c["name"] for c in sa.inspect(store.engine(db_url)).get_columns("price_entry")}

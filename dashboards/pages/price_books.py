@@ -67,7 +67,7 @@ with st.container(key="pb_tiles", horizontal=True):
 def prices_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "meter": frame["meter"], "sku": frame["sku"], "region": frame["region"],
-        "purchase option": frame["purchase_option"],
+        "purchase option": frame["purchase_option"], "provider": frame["provider"],
         "price": [f.price(p, c) for p, c in zip(frame["price"], frame["currency"], strict=True)],
         "per": frame["per"],
         "as written": [f.price(w, c) if w != p else "" for p, w, c in
@@ -88,7 +88,7 @@ st.subheader("History of a price")
 keys = dd.price_keys(books.books)
 counts = {k: len(dd.price_history_frame(books.books, k)) for k in keys}
 first = next((k for k in keys if k[0] == "gpu_time" and counts[k] > 1), keys[0])
-key = st.selectbox("Price (meter · sku · region · purchase option)", keys, index=keys.index(first),
+key = st.selectbox("Price (meter · sku · region · purchase option · provider)", keys, index=keys.index(first),
                    format_func=lambda k: " · ".join(k) + f"  ({counts[k]} price{'s' if counts[k] != 1 else ''})",
                    key="pb_key")
 history = dd.price_history_frame(books.books, key)

@@ -39,6 +39,21 @@ st.caption(f"Run `{run_id}` · {run['period']} · {currency} · the numbers of "
            f"`ledger report tenants --run {run_id[:12]} --tenants {','.join(picked)}`. Share of GPU is of all the "
            f"run's GPU cost (idle included); failure rate is failed ÷ decided tasks.")
 
+# ---- the two costs per successful task, each with its definition --------------------------------
+OWN = "cost per successful task (own cost)"
+all_in = head["cost_per_successful_task_all_in"]
+all_in_defined = all_in is not None and not pd.isna(all_in)
+all_in_worked = (f"{f.unit_money(all_in)} = run total {f.money(head['total'])} ÷ "
+                 f"{f.count(head['successful_tasks'])} successful tasks" if all_in_defined
+                 else f"undefined: {head['cost_per_successful_task_all_in_reason']}")
+with st.container(key="tn_per_success", horizontal=True):
+    st.metric("All-in cost per successful task (whole run)", f.unit_money(all_in) if all_in_defined else "undefined",
+              border=True, help=(f"{all_in_worked}. All-in: {head['all_in_definition']}.").replace("$", "\\$"))
+    with st.container(key="tn_per_success_definitions"):
+        st.markdown(f"**All-in cost per successful task**: {all_in_worked}. *All-in* = "
+                    f"{head['all_in_definition']}.".replace("$", "\\$"))
+        st.markdown(f"**{OWN[0].upper() + OWN[1:]}**, on each card and in the table: {head['own_definition']}.")
+
 
 def per_task(row) -> str:
     v = row["cost_per_successful_task"]
@@ -51,8 +66,9 @@ with st.container(key="tn_cards", horizontal=True):
         with st.container(border=True, key=f"tn_card_{row['tenant']}"):
             st.markdown(f"**{row['tenant']}**")
             st.metric("Cost", f.money(row["cost"]))
-            st.metric("Cost per successful task", per_task(row),
-                      help=row["undefined_because"] or f"{f.count(row['tasks_success'])} successful tasks")
+            st.metric("Cost per successful task (own cost)", per_task(row),
+                      help=(row["undefined_because"] or f"{f.money(row['cost'])} ÷ {f.count(row['tasks_success'])} "
+                            f"successful tasks").replace("$", "\\$") + f". Own cost: {head['own_definition']}.")
             st.metric("$/1M active tokens", f.unit_money(row["cost_per_1m_active_tokens"]))
             st.metric("Share of GPU", f.pct(row["share_of_gpu"]))
             st.metric("Task failure rate", f.pct(row["task_failure_rate"]))
@@ -63,7 +79,7 @@ METRICS = (("cost", "money"), ("cost per successful task", "per_task"), ("active
            ("success rate", "pct"), ("failed work share", "pct"), ("requests", "count"),
            ("tasks success", "count"), ("tasks failure", "count"), ("tasks unknown", "count"))
 render = {"money": f.money, "unit": f.unit_money, "pct": f.pct, "count": f.count}
-table = {"metric": [m for m, _ in METRICS]}
+table = {"metric": [OWN if m == "cost per successful task" else m for m, _ in METRICS]}
 for _, row in frame.iterrows():
     cells = []
     for metric, kind in METRICS:
@@ -81,7 +97,7 @@ ui.table(pd.DataFrame(table), "tn_table")
 # ---- charts -------------------------------------------------------------------------------------
 colors = alt.Color("tenant:N", scale=alt.Scale(domain=list(picked)), legend=None)
 st.subheader("Compared")
-charts = (("cost_per_successful_task", f"cost per successful task ({currency})", f.unit_money, ",.2f"),
+charts = (("cost_per_successful_task", f"{OWN} ({currency})", f.unit_money, ",.2f"),
           ("cost_per_1m_active_tokens", f"{currency} per 1M active tokens", f.unit_money, ",.2f"),
           ("share_of_gpu", "share of GPU", f.pct, ".1%"), ("task_failure_rate", "task failure rate", f.pct, ".0%"))
 cols = st.columns(len(charts))

@@ -31,16 +31,23 @@ items = dict(zip(prov["item"], prov["value"], strict=True))
 st.caption(f"{items['period (UTC, end exclusive)']} · run `{run_id}` · {currency} · price books "
            f"{items['price book versions']} · success criteria: {items['success criteria']}")
 
+
+def md(text: str) -> str:
+    """Text for Streamlit markdown: a currency's `$` is a dollar, not the start of LaTeX."""
+    return text.replace("$", "\\$")
+
+
 # ---- tiles --------------------------------------------------------------------------------------
-per_task = (f.unit_money(head["cost_per_successful_task"]) if head["cost_per_successful_task"] is not None
-            else "undefined")
+all_in = head["cost_per_successful_task_all_in"]
+defined = all_in is not None and not pd.isna(all_in)
+per_task = f.unit_money(all_in) if defined else "undefined"
+worked = (f"{per_task} = run total {f.money(head['total'])} ÷ {f.count(head['successful_tasks'])} successful tasks"
+          if defined else f"undefined: {head['cost_per_successful_task_all_in_reason']}")
 with st.container(key="ue_tiles", horizontal=True):
     st.metric("Total cost", f.money(head["total"]), border=True,
               help="Every line of the run; equals the sum of the priced resources exactly.")
-    st.metric("Cost per successful task", per_task, border=True,
-              help=(f"Run total ÷ {f.count(head['successful_tasks'])} tasks with outcome success decided in the "
-                    "period; idle and unallocated cost included."
-                    if head["cost_per_successful_task"] is not None else head["cost_per_successful_task_reason"]))
+    st.metric("All-in cost per successful task", per_task, border=True,
+              help=md(f"{worked}. All-in: {head['all_in_definition']}."))
     st.metric("Failed-work share", f.pct(head["failed_work_share"]), border=True,
               help=f"{f.money(head['failed_work'])} of cost on errored requests and failed tasks (kept on its tenant).")
     st.metric("Idle reserve share", f.pct(head["idle_reserve_share"]), border=True,
@@ -49,11 +56,11 @@ with st.container(key="ue_tiles", horizontal=True):
               help=f"{f.money(head['idle_slack'])} of serving capacity nobody used.")
     st.metric("Unallocated", f.money(head["unallocated"]), border=True,
               help=f"{f.pct(head['unallocated_share'])} of the total: charges with rule `none`.")
-st.caption(f"Tasks: {f.count(head['successful_tasks'])} successful, {f.count(head['failed_tasks'])} failed "
+st.caption(md(f"Tasks: {f.count(head['successful_tasks'])} successful, {f.count(head['failed_tasks'])} failed "
            f"(success rate {f.pct(head['success_rate'])}). On tenants: {f.money(head['on_tenants'])}; failed work "
            f"{f.money(head['failed_work'])}; idle reserve {f.money(head['idle_reserve'])}; idle slack "
            f"{f.money(head['idle_slack'])}; unallocated {f.money(head['unallocated'])} "
-           f"({f.pct(head['unallocated_share'])}).")
+           f"({f.pct(head['unallocated_share'])})."))
 
 # ---- cost by category over days -----------------------------------------------------------------
 left, right = st.columns([3, 1])
@@ -69,12 +76,15 @@ with right:
 
 
 # ---- cost per successful task by tenant and by product ------------------------------------------
+OWN = "cost per successful task (own cost)"
+
+
 def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     per_task = [f.unit_money(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
                 for v, why in zip(frame["cost_per_successful_task"], frame["undefined_because"], strict=True)]
     label = frame["key"].map(lambda k: k if isinstance(k, str) else f"(no {by}: shared charges)")
     return pd.DataFrame({
-        by: label, "cost": frame["cost"].map(f.money), "cost per successful task": per_task,
+        by: label, "cost": frame["cost"].map(f.money), OWN: per_task,
         "successful tasks": frame["tasks_success"].map(f.count), "failed tasks": frame["tasks_failure"].map(f.count),
         "success rate": frame["success_rate"].map(f.pct), "failed-work share": frame["failed_work_share"].map(f.pct),
         "$/1M active tokens": frame["cost_per_1m_active_tokens"].map(f.unit_money),
@@ -82,9 +92,13 @@ def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
 
 
 st.subheader("Cost per successful task")
-st.caption("A tenant's or product's own cost ÷ its tasks with outcome success decided in the period. "
-           "Idle and unallocated cost stay on their own lines (idle policy "
-           f"`{items['idle policy']}`).")
+with st.container(key="ue_per_success_definitions"):
+    st.markdown(md(f"**All-in cost per successful task**: {worked}. *All-in* = {head['all_in_definition']}."))
+    kept = ("idle is shared over the tenants' own cost; unallocated charges stay on their own line"
+            if items["idle policy"] == "share" else
+            "idle slack, idle reserve and unallocated charges stay on their own lines")
+    st.markdown(f"**{OWN[0].upper() + OWN[1:]}**, in the tables below: {head['own_definition']}. Under idle "
+                f"policy `{items['idle policy']}` {kept}, which only the all-in figure includes.")
 t_col, p_col = st.columns(2)
 with t_col:
     st.markdown("**By tenant**")

@@ -20,11 +20,16 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                  currency: str = typer.Option("USD", "--currency", help="reporting currency (ISO 4217)"),
                  weights: Optional[List[str]] = typer.Option(None, "--weights",
                                                              help="POOL=UNCACHED,CACHED,OUTPUT token weights"),
+                 allow_no_fleet: Optional[List[str]] = typer.Option(
+                     None, "--allow-pool-without-fleet", metavar="POOL",
+                     help="accept requests on POOL with no serving fleet interval in the period (no GPU cost "
+                          "exists for them; the run's notes say so); repeatable"),
                  as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON")) -> None:
     """Price every resource of the period, allocate it, check conservation, and write an immutable run."""
     start, end = console.period_bounds(period, frm, to)
     try:
-        policy = Policy(idle=idle, basis=basis, currency=currency.upper(), weights=parse_weights(weights or []))
+        policy = Policy(idle=idle, basis=basis, currency=currency.upper(), weights=parse_weights(weights or []),
+                        allow_pool_without_fleet=tuple(sorted({p.strip() for p in allow_no_fleet or []})))
     except ValueError as e:
         console.fail(str(e))
     if policy.problems():
@@ -53,6 +58,12 @@ def _print_summary(doc: dict) -> None:
                   f" · basis {doc['basis']} · price books {', '.join(doc['price_books'])}")
     console.out.print(f"total {doc['total']} = lines {doc['lines_total']} ({doc['lines']} lines) · "
                   f"failed work {doc['failed_work']}")
+    key = "cost_per_successful_task_all_in"
+    if doc[key] is not None:
+        console.out.print(f"all-in cost per successful task {doc[key]} = total {doc[key + '_numerator']} ÷ "
+                          f"{doc[key + '_denominator']} successful tasks ({doc['definitions'][key]})", markup=False)
+    else:
+        console.out.print(f"all-in cost per successful task: undefined ({doc['reasons'][key]})", markup=False)
     t = Table("kind / category", "amount", title="where the money went")
     for k, v in doc["by_kind"].items():
         t.add_row(k, v)

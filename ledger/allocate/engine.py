@@ -13,8 +13,8 @@ from .gpu import _apply_gpu_split, _gpu_groups, gpu_coefficients
 from .idle import _idle_lines
 from .lines import _check_conservation, _direct_costs, _direct_lines, _merge, _total
 from .period import _prepare, _regions, _tasks, _usage
-from .pricing import _Pricer, price_fleet, price_meters, price_provider
-from .records import Allocation, AllocationError, Policy, _iso
+from .pricing import _Pricer, cache_write_notes, price_fleet, price_meters, price_provider
+from .records import Allocation, AllocationError, Policy, _at, _iso
 
 # The engine is a pure function of the facts (DuckDB relations ``requests, meters, outcomes, fleet,
 # charges`` with the columns of ledger.facts), a PriceIndex and a Policy. It returns an Allocation:
@@ -41,7 +41,9 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
     """Allocate ``[start, end)`` (end exclusive, UTC) over the facts visible in `con`.
 
     Raises :class:`AllocationError` listing every problem (a missing price or FX rate names meter,
-    sku, region and time; a unit that cannot convert names the meter) and when Σ lines != total.
+    sku, region and time; a unit that cannot convert names the meter; a pool with requests and no
+    serving fleet interval names the pool, its first and last hour and the request count, unless
+    ``policy.allow_pool_without_fleet`` lists it) and when Σ lines != total.
     """
     problems = policy.problems()
     if start.tzinfo is None or end.tzinfo is None:
@@ -58,7 +60,8 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
 
     say("pricing the fleet, provider tokens, meters and charges")                        # 1
     fleet = price_fleet(con, pricer, start, end)
-    provider = price_provider(con, pricer)
+    write_fallbacks: set[tuple[str, str, str]] = set()   # cache writes priced at the input price
+    provider = price_provider(con, pricer, write_fallbacks)
     meters = price_meters(con, pricer)
     charge_days = price_charges(con, pricer, start, end)
 
@@ -67,7 +70,12 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
 
     say("splitting GPU cost")                                                             # 3
     coeffs, flags, weight_problems = gpu_coefficients(fleet, weights, policy)
-    problems = sorted(pricer.problems.values()) + weight_problems
+    unserved = _pools_without_fleet(con, fleet)
+    problems = sorted(pricer.problems.values()) + weight_problems + [
+        f"pool {pool}: {n} request{'s' * (n != 1)} in hours {_iso(_at(first))} to {_iso(_at(last))} but no serving "
+        f"fleet interval in the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with "
+        f"--allow-pool-without-fleet {pool}"
+        for pool, first, last, n in unserved if pool not in policy.allow_pool_without_fleet]
     if problems:
         raise AllocationError(problems)
     gpu_groups, slack = _apply_gpu_split(con, coeffs)
@@ -93,21 +101,36 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
     merged = _merge(lines)
     _check_conservation(merged, total)
 
-    notes = list(notes) + _notes(fleet, weights, flags, policy)
+    notes = list(notes) + _notes(unserved, flags, policy) + cache_write_notes(write_fallbacks)
     return Allocation(start=start, end=end, policy=policy, price_books=tuple(prices.refs), total=total,
                       lines=merged, flags=tuple(sorted(flags, key=lambda f: (f.kind, f.pool, f.hour))),
                       notes=tuple(notes), usage=usage, tasks=_tasks(con, start, end),
                       regions=_regions(con, start, end))
 
 
-def _notes(fleet, weights, flags, policy: Policy) -> list[str]:
+def _pools_without_fleet(con: duckdb.DuckDBPyConnection, fleet) -> list[tuple[str, int, int, int]]:
+    """Pools with requests in the period and no serving fleet interval in it: (pool, first hour,
+    last hour (µs), requests). Their GPU cost would be $0, so they fail the run unless allowed."""
+    served = {pool for (pool, _), ph in fleet.items() if ph.serving}
+    rows = con.execute("SELECT pool, min(hour), max(hour), sum(n) FROM _gpu_groups GROUP BY pool ORDER BY pool")
+    return [(pool, int(first), int(last), int(n)) for pool, first, last, n in rows.fetchall() if pool not in served]
+
+
+def _notes(unserved, flags, policy: Policy) -> list[str]:
     notes = []
     if policy.basis == "kv_token_seconds":
         notes.append("basis kv_token_seconds: capacity in tokens/s does not apply, so each serving hour's cost "
                      "goes wholly to its requests (r = C_serve / W); hours without requests are idle slack")
-    pools_with_fleet = {pool for pool, _ in fleet}
-    for pool in sorted({pool for pool, _ in weights} - pools_with_fleet):
-        notes.append(f"pool {pool} has requests but no fleet interval in the period: its requests carry no GPU cost")
+    accepted = {pool for pool, *_ in unserved}
+    for pool, first, last, n in unserved:
+        notes.append(f"pool {pool}: {n} request{'s' * (n != 1)} in hours {_iso(_at(first))} to {_iso(_at(last))} "
+                     "with no serving fleet interval in the period; accepted by --allow-pool-without-fleet: "
+                     "no GPU cost exists for them, so none is allocated (their requests and tokens still count in "
+                     "unit economics)")
+    for pool in policy.allow_pool_without_fleet:
+        if pool not in accepted:
+            notes.append(f"--allow-pool-without-fleet {pool}: pool {pool} has no request without serving fleet in "
+                         "the period; nothing to accept")
     by_kind: dict[tuple[str, str], int] = defaultdict(int)
     for f in flags:
         by_kind[(f.kind, f.pool)] += 1

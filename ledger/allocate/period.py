@@ -64,8 +64,10 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     - `_task_state`: per task, its latest outcome decided before `end` (failed work, §4.5) and its
       latest outcome decided in the period (unit economics);
     - `_groups`: requests grouped by pool or provider, hour (day for provider requests), tenant,
-      product, model, work, and for provider requests region, price span and long-context band,
-      with their weight (§4.2), tokens and counts;
+      product, model, work, and for provider requests region, service tier, price span and
+      long-context band, with their weight (§4.2), tokens by bucket (uncached input, cached reads,
+      5-minute and 1-hour cache writes, output and its reasoning part) and counts. Cache writes
+      are prefilled input: on a pool they weigh as uncached input;
     - `_met`: the period's meters with their work tag and price span.
     """
     con.execute("SET TimeZone = 'UTC'")
@@ -91,14 +93,19 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
                r.tenant, r.product, r.model,
                CASE WHEN r.status <> 'ok' OR f.task_id IS NOT NULL THEN 'failed' ELSE 'succeeded' END AS work,
                CASE WHEN r.pool IS NULL THEN coalesce(r.region, '*') ELSE '' END AS region,
+               CASE WHEN r.pool IS NULL THEN coalesce(r.service_tier, 'standard') ELSE '' END AS tier,
                CASE WHEN r.pool IS NULL THEN {_epoch_sql('r.booked_at', boundaries)} ELSE 0 END AS epoch,
                CASE WHEN r.pool IS NULL THEN {_band_sql(pricer.index)} ELSE -1 END AS band,
                CAST(coalesce(sum(CASE WHEN r.pool IS NOT NULL THEN {weight} END), 0) AS HUGEINT) AS w,
                count(*) AS n,
                CAST(sum(r.input_tokens + r.output_tokens) AS HUGEINT) AS active,
-               CAST(sum(r.input_tokens - r.cached_input_tokens) AS HUGEINT) AS uncached,
+               CAST(sum(r.input_tokens - r.cached_input_tokens - r.cache_write_input_tokens
+                        - r.cache_write_1h_input_tokens) AS HUGEINT) AS uncached,
                CAST(sum(r.cached_input_tokens) AS HUGEINT) AS cached,
+               CAST(sum(r.cache_write_input_tokens) AS HUGEINT) AS cache_write,
+               CAST(sum(r.cache_write_1h_input_tokens) AS HUGEINT) AS cache_write_1h,
                CAST(sum(r.output_tokens) AS HUGEINT) AS output,
+               CAST(sum(r.reasoning_tokens) AS HUGEINT) AS reasoning,
                count(*) FILTER (WHERE r.latency_ms IS NULL) AS no_latency,
                min(epoch_us(r.booked_at)) AS first_us
         FROM requests r LEFT JOIN _failed_tasks f ON r.task_id = f.task_id {join}

@@ -21,9 +21,16 @@ CHARGE_CATEGORY = {"tools": "tool", "observability": "observability", "evaluatio
                    "engineering_ops": "engineering_ops", "storage": "storage", "network": "network",
                    "other": "other"}
 
-#: Non-overlapping token buckets of a provider request and the price meter of each.
-TOKEN_BUCKETS = (("uncached", "input_tokens"), ("cached", "cached_input_tokens"), ("output", "output_tokens"))
-TOKEN_METERS = frozenset(m for _, m in TOKEN_BUCKETS)
+#: Non-overlapping token buckets of a provider request and the price meter of each: uncached input
+#: (input − cached reads − cache writes), cached reads, 5-minute and 1-hour cache writes, output.
+TOKEN_BUCKETS = (("uncached", "input_tokens"), ("cached", "cached_input_tokens"),
+                 ("cache_write", "cache_write_tokens"), ("cache_write_1h", "cache_write_1h_tokens"),
+                 ("output", "output_tokens"))
+#: The part of the output billed at its own price when the model's book prices it (else as output).
+REASONING_METER = "reasoning_tokens"
+#: Buckets priced at another meter's price when their own has none in force (the run's notes say so).
+FALLBACK_METERS = {"cache_write_tokens": "input_tokens", "cache_write_1h_tokens": "input_tokens"}
+TOKEN_METERS = frozenset(m for _, m in TOKEN_BUCKETS) | {REASONING_METER}
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 HOUR_US = 3_600_000_000
@@ -55,12 +62,15 @@ class Weights:
 @dataclass(frozen=True)
 class Policy:
     """How to allocate: `idle` (separate | share), `basis` (active_tokens | kv_token_seconds),
-    reporting `currency` (ISO 4217), and per-pool `weights` as sorted ``(pool, Weights)`` pairs."""
+    reporting `currency` (ISO 4217), per-pool `weights` as sorted ``(pool, Weights)`` pairs, and
+    `allow_pool_without_fleet`: sorted pool names whose requests may have no serving fleet interval
+    in the period (otherwise such requests fail the run: their GPU cost would be a silent $0)."""
 
     idle: str = "separate"
     basis: str = "active_tokens"
     currency: str = "USD"
     weights: tuple[tuple[str, Weights], ...] = ()
+    allow_pool_without_fleet: tuple[str, ...] = ()
 
     def problems(self) -> list[str]:
         out = []
@@ -75,11 +85,18 @@ class Policy:
         for pool, w in self.weights:
             if min(w.uncached, w.cached, w.output) < 0:
                 out.append(f"weights for pool {pool}: negative weight in {w.as_text()}")
+        if any(not p.strip() for p in self.allow_pool_without_fleet):
+            out.append("allow_pool_without_fleet: a pool name is empty")
         return out
 
     def as_dict(self) -> dict:
-        return {"idle_policy": self.idle, "basis": self.basis, "currency": self.currency,
-                "weights": {p: w.as_text() for p, w in self.weights}}
+        """The policy as recorded in a run (and hashed into its inputs digest); the pools allowed
+        without fleet appear only when there are some, so older digests stay comparable."""
+        out = {"idle_policy": self.idle, "basis": self.basis, "currency": self.currency,
+               "weights": {p: w.as_text() for p, w in self.weights}}
+        if self.allow_pool_without_fleet:
+            out["allow_pool_without_fleet"] = sorted(self.allow_pool_without_fleet)
+        return out
 
 
 def parse_weights(specs: Sequence[str]) -> tuple[tuple[str, Weights], ...]:

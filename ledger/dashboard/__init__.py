@@ -7,9 +7,9 @@ money stays exact ``Decimal``; formatting happens in the pages.
 """
 
 from ..allocate import CATEGORIES
-from .economics import (RATIO_EXP, UNIT_COLUMNS, allocation_lines_csv, allocation_workbook, category_daily_frame,
-                        fleet_row, headline_frame, provenance_frame, unattributed_frame, unit_economics_csv,
-                        unit_economics_frame)
+from .economics import (ALL_IN_DEFINITION, OWN_DEFINITION, RATIO_EXP, UNIT_COLUMNS, allocation_lines_csv,
+                        allocation_workbook, category_daily_frame, fleet_row, headline_frame, provenance_frame,
+                        unattributed_frame, unit_economics_csv, unit_economics_frame)
 from .planning import (EXAMPLES_DIR, SIZING_COLUMNS, budget_months_frame, budget_pools_frame, budget_totals_frame,
                        budget_workbook, comparison_frame, curve_from_anchors, curve_from_files, curve_points_frame,
                        example_plans, forecast_vs_actual, gpu_prices_frame, plan_books, read_plan, size_fleet,

@@ -11,6 +11,9 @@ from ..allocate import CATEGORIES, KINDS, period_label
 from ..money import ZERO, quantize
 
 RATIO_EXP = reports.RATIO_EXP
+#: What the two costs per successful task mean: the pages label each figure with its definition.
+ALL_IN_DEFINITION = reports.ALL_IN_DEFINITION
+OWN_DEFINITION = reports.OWN_DEFINITION
 
 # ---- unit economics -----------------------------------------------------------------------------
 
@@ -24,7 +27,8 @@ def _share(part: Decimal, whole: Decimal) -> Decimal | None:
 
 def fleet_row(data: reports.RunData) -> reports.Row:
     """The whole run as one unit-economics row: the run total over every task of the period, so
-    its ``cost_per_successful_task`` is the all-in figure (idle and unallocated included)."""
+    its ``cost_per_successful_task`` is the all-in figure (idle and unallocated included), the
+    report's ``cost_per_successful_task_all_in``."""
     report = reports.unit_economics(data, by="tenant")
     tasks = {"success": 0, "failure": 0, "unknown": 0}
     for t in data.tasks:
@@ -45,17 +49,20 @@ def fleet_row(data: reports.RunData) -> reports.Row:
 
 
 def headline_frame(data: reports.RunData) -> pd.DataFrame:
-    """One row, the finance tiles: total cost, all-in cost per successful task (with the reason
-    when undefined), successful tasks, failed work and its share, idle reserve, idle slack and
-    unallocated with their shares of the total, the currency and the run."""
+    """One row, the finance tiles: total cost, the all-in cost per successful task (the run total
+    ÷ the run's successful tasks, exactly ``cost_per_successful_task_all_in`` of ``ledger report
+    unit-economics --json``; with the reason when undefined) and both definitions, successful
+    tasks, failed work and its share, idle reserve, idle slack and unallocated with their shares of
+    the total, the currency and the run."""
     row = fleet_row(data)
     report = reports.unit_economics(data, by="tenant")
     un = report.unattributed
     return pd.DataFrame([{
         "run_id": data.info.run_id, "currency": data.info.currency, "total": row.cost,
-        "cost_per_successful_task": row.cost_per_successful_task,
-        "cost_per_successful_task_reason": row.reasons.get("cost_per_successful_task", ""),
-        "successful_tasks": row.tasks["success"], "failed_tasks": row.tasks["failure"],
+        "cost_per_successful_task_all_in": report.cost_per_successful_task_all_in,
+        "cost_per_successful_task_all_in_reason": "" if report.successful_tasks else reports.NO_SUCCESS,
+        "all_in_definition": ALL_IN_DEFINITION, "own_definition": OWN_DEFINITION,
+        "successful_tasks": report.successful_tasks, "failed_tasks": row.tasks["failure"],
         "success_rate": row.success_rate,
         "failed_work": row.failed_work, "failed_work_share": row.failed_work_share,
         "idle_reserve": un["idle_reserve"], "idle_reserve_share": _share(un["idle_reserve"], row.cost),
@@ -112,7 +119,8 @@ def unattributed_frame(data: reports.RunData) -> pd.DataFrame:
                         columns=["kind", "amount", "share"])
 
 
-#: `undefined_because` is the reason the cost per successful task is undefined (empty when it is not).
+#: `cost_per_successful_task` is the row's own cost ÷ its own successes (:data:`OWN_DEFINITION`);
+#: `undefined_because` is the reason it is undefined (empty when it is not).
 UNIT_COLUMNS = ["key", "cost", "tasks_success", "tasks_failure", "tasks_unknown", "success_rate",
                 "cost_per_successful_task", "undefined_because", "failed_work", "failed_work_share", "share_of_gpu",
                 "requests", "active_tokens", "cost_per_1m_active_tokens", "success_criteria"]

@@ -61,13 +61,13 @@ def books_frame(books: Sequence[Book]) -> pd.DataFrame:
                                        "retrieved_at", "source"])
 
 
-PRICE_COLUMNS = ["meter", "sku", "region", "purchase_option", "price", "list_price", "currency", "per", "tiers",
-                 "upfront", "term", "effective_from", "effective_to", "book", "version", "entry", "source_url"]
+PRICE_COLUMNS = ["meter", "sku", "region", "purchase_option", "provider", "price", "list_price", "currency", "per",
+                 "tiers", "upfront", "term", "effective_from", "effective_to", "book", "version", "entry", "source_url"]
 
 
 def _price_row(p) -> dict:
     return {"meter": p.meter, "sku": p.sku, "region": p.region, "purchase_option": p.purchase_option,
-            "price": p.price, "list_price": p.list_price, "currency": p.currency, "per": p.per,
+            "provider": p.provider, "price": p.price, "list_price": p.list_price, "currency": p.currency, "per": p.per,
             "tiers": "; ".join(f"above {t.above_input_tokens:,} input tokens: {t.price}" for t in p.tiers),
             "upfront": p.upfront, "term": p.term or "", "effective_from": p.effective_from,
             "effective_to": p.effective_to, "book": p.book, "version": p.version, "entry": p.entry,
@@ -80,12 +80,12 @@ def prices_in_force_frame(books: Sequence[Book], at: datetime, *, meter: str | N
     return pd.DataFrame(rows, columns=PRICE_COLUMNS)
 
 
-def price_keys(books: Sequence[Book]) -> list[tuple[str, str, str, str]]:
-    """Every (meter, sku, region, purchase_option) priced by any book version, sorted."""
+def price_keys(books: Sequence[Book]) -> list[tuple[str, str, str, str, str]]:
+    """Every (meter, sku, region, purchase_option, provider) priced by any book version, sorted."""
     return sorted({p.key for b in books for p in b.prices})
 
 
-def price_history_frame(books: Sequence[Book], key: tuple[str, str, str, str]) -> pd.DataFrame:
+def price_history_frame(books: Sequence[Book], key: tuple[str, str, str, str, str]) -> pd.DataFrame:
     """Every price ever written for `key`, in every book version (superseded versions included,
     marked by `in_force_version` False): the columns of a price, sorted by effective_from."""
     current = {b.ref for b in in_force_books(books)}

@@ -16,6 +16,17 @@ KIND_LABELS = {"fleet": "fleet intervals", "requests": "requests", "outcomes": "
                "meters": "meter events", "charges": "invoice charges"}
 
 
+def _all_in_line(doc: dict) -> str:
+    """The run-wide cost per successful task, with its definition (the `allocate --json` keys)."""
+    key = "cost_per_successful_task_all_in"
+    figure = doc[key]
+    per = format_decimal(Decimal(figure), format="#,##0.0000", locale="en_US") if figure is not None else ""
+    head = (f"all-in cost per successful task: {per} = run total {_money(doc[key + '_numerator'])} ÷ "
+            f"{doc[key + '_denominator']:,} successful tasks" if figure is not None
+            else f"all-in cost per successful task: undefined ({doc['reasons'][key]})")
+    return f"{head}; all-in = {doc['definitions'][key]}; per tenant: {doc['definitions']['cost_per_successful_task']}"
+
+
 def _money(text: str | Decimal) -> str:
     return format_decimal(Decimal(text), format="#,##0.00", locale="en_US")
 
@@ -79,7 +90,7 @@ def _print(result: demo.DemoResult, home_given: bool) -> None:
     out.print(t)
 
     t = _table(f"tenants ({cur}; success criteria: {', '.join(doc['success_criteria'])})", "tenant", "cost",
-               "failed work", "tasks ok", "tasks failed", "cost per success")
+               "failed work", "tasks ok", "tasks failed", "cost per success (own cost)")
     for r in doc["tenants"]:
         tasks = r["tasks"] or {"success": 0, "failure": 0, "unknown": 0}
         per = r["cost_per_successful_task"]
@@ -87,6 +98,7 @@ def _print(result: demo.DemoResult, home_given: bool) -> None:
                   f"{tasks['failure']:,}", format_decimal(Decimal(per), format="#,##0.0000", locale="en_US")
                   if per is not None else "undefined: no successful tasks")
     out.print(t)
+    out.print(_all_in_line(doc), markup=False)
     for f in doc["flags"]:
         out.print(f"flag: pool {f['pool']} {f['kind'].replace('_', ' ')} in the hour of {f['hour']}", markup=False)
     if not result.fx_in_books:

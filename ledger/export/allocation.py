@@ -1,5 +1,5 @@
 """Allocation run exports: the lines as CSV, and a workbook whose per-tenant and per-category totals
-are formulas over the line detail, with a provenance sheet."""
+and costs per successful task are formulas over the line detail, with a provenance sheet."""
 from __future__ import annotations
 
 import csv
@@ -13,10 +13,10 @@ from openpyxl.styles import Font
 
 from ..allocate import CATEGORIES, KINDS, period_label
 from ..money import ZERO, fmt
-from ..reports import RunData
+from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, unit_economics
 from .safe import safe_text
-from .xlsx import (DEFAULT_LOCALE, QUANTITY_FORMAT, col, currency_format, fit_widths, header, put, put_formula, rng,
-                   write_provenance)
+from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header, put,
+                   put_formula, rng, write_provenance)
 
 LINE_COLUMNS = ("day", "kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from",
                 "quantity", "unit", "amount", "currency")
@@ -59,7 +59,8 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
                        version: str = "", path: str | Path | None = None) -> bytes:
     """The run as a workbook: Lines (the detail), By tenant and By category (SUMPRODUCT formulas over
     the Lines amounts; the non-tenant kinds idle_slack, idle_reserve and unallocated on rows of their
-    own), a check of the formulas' total against the run total, and Provenance."""
+    own), a check of the formulas' total against the run total, Cost per success (the all-in and
+    each tenant's own cost per successful task, formulas, each with its definition) and Provenance."""
     info = data.info
     money = currency_format(info.currency, locale)
     wb = Workbook()
@@ -125,6 +126,8 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     put_formula(bc, tr + 2, 2, f"=B{tr}-B{tr + 1}", money)
     fit_widths(bc)
 
+    _cost_per_success_sheet(wb, data, amounts=rng("Lines", L["amount"], 2, n), kinds=rng("Lines", L["kind"], 2, n),
+                            tenants=rng("Lines", L["tenant"], 2, n), locale=locale)
     write_provenance(wb, allocation_provenance(data, locale=locale, generated_at=generated_at, version=version))
     buf = io.BytesIO()
     wb.save(buf)
@@ -132,6 +135,51 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     if path is not None:
         Path(path).write_bytes(out)
     return out
+
+
+_PER_SUCCESS_COLUMNS = ("figure", "tenant", "cost", "successful tasks", "cost per successful task",
+                        "as reported (ledger report)", "definition")
+
+
+def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, kinds: str, tenants: str,
+                            locale: str) -> None:
+    """Row 2 the all-in figure (the Lines total ÷ the tenants' successful tasks), then one row per
+    tenant (its own lines ÷ its own successful tasks): costs and ratios are formulas, successes the
+    run's recorded task counts, and the ledger's own figure (half-even to 1e-6) stands beside."""
+    money = currency_format(data.info.currency, locale)
+    unit = currency_format(data.info.currency, locale, extra_decimals=4)
+    report = unit_economics(data, by="tenant")
+    rows = [r for r in report.rows if r.key is not None]
+    ws = wb.create_sheet("Cost per success")
+    header(ws, _PER_SUCCESS_COLUMNS, freeze="C2")
+    last = max(3, len(rows) + 2)
+
+    def ratio(r: int) -> str:
+        return f'=IF(D{r}=0,"undefined: {NO_SUCCESS}",C{r}/D{r})'
+
+    def reported(r: int, value: Decimal | None) -> None:
+        if value is None:
+            put(ws, r, 6, f"undefined: {NO_SUCCESS}")
+        else:
+            put(ws, r, 6, value, unit)
+
+    put(ws, 2, 1, "all-in").font = Font(bold=True)
+    put(ws, 2, 2, "(whole run: every line)")
+    put_formula(ws, 2, 3, f"=SUM({amounts})", money)
+    put_formula(ws, 2, 4, f"=SUM(D3:D{last})", INTEGER_FORMAT)
+    put_formula(ws, 2, 5, ratio(2), unit).font = Font(bold=True)
+    reported(2, report.cost_per_successful_task_all_in)
+    put(ws, 2, 7, "all-in = " + ALL_IN_DEFINITION)
+    for r, row in enumerate(rows, 3):
+        put(ws, r, 1, "own cost")
+        put(ws, r, 2, row.key)
+        put_formula(ws, r, 3, f'=SUMPRODUCT(({kinds}="tenant")*({tenants}=$B{r})*{amounts})', money)
+        put(ws, r, 4, (row.tasks or {}).get("success", 0), INTEGER_FORMAT)
+        put_formula(ws, r, 5, ratio(r), unit)
+        reported(r, row.cost_per_successful_task)
+        put(ws, r, 7, "own cost = " + OWN_DEFINITION)
+    fit_widths(ws)
+    ws.column_dimensions["G"].width = 100
 
 
 def allocation_provenance(data: RunData, *, locale: str, generated_at: datetime | None, version: str

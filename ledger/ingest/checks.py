@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..facts import CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES, REQUEST_STATUSES
+from ..facts import CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES, REQUEST_STATUSES, SERVICE_TIERS
 
 OFFSET_RE = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 NUM = "DECIMAL(38,12)"
@@ -139,17 +139,41 @@ def _number(c: str) -> list[Check]:
     return [Check(c, f"({x} < 0 OR NOT isfinite({x}))", said(c, "must be a finite number >= 0"))]
 
 
-def _enum(c: str, values: tuple[str, ...], valid: frozenset[str] = frozenset()) -> list[Check]:
+def _enum(c: str, values: tuple[str, ...], valid: frozenset[str] = frozenset(),
+          required: bool = True) -> list[Check]:
+    req = [_required(c, valid)] if required else []
     if c in valid:  # read as an ENUM of exactly these values: any other value did not parse
-        return [_required(c, valid)]
+        return req
     allowed = ", ".join(lit(v) for v in values)
-    return [_required(c),
-            Check(c, f"NOT {blank(c)} AND {q(c)} NOT IN ({allowed})", said(c, f"is not one of {', '.join(values)}"))]
+    return req + [Check(c, f"NOT {blank(c)} AND {q(c)} NOT IN ({allowed})",
+                        said(c, f"is not one of {', '.join(values)}"))]
 
 
 def _le(small: str, big: str) -> Check:
     s, b = q(small), q(big)
     return Check(small, f"{s} > {b} AND {b} >= 0", f"'{small} ' || CAST({s} AS BIGINT) || ' is more than {big} ' || CAST({b} AS BIGINT)")
+
+
+#: Cached reads and both kinds of cache writes are disjoint parts of a request's input tokens.
+INPUT_PARTS = ("cached_input_tokens", "cache_write_input_tokens", "cache_write_1h_input_tokens")
+
+
+def _input_parts() -> list[Check]:
+    """cached + 5-minute writes + 1-hour writes <= input, one problem per row: on the 5-minute writes
+    column when the row has some, else on the 1-hour writes column (cached > input alone is the
+    cached column's own check). Rows where a part is negative or input is missing are judged by
+    those checks, not this one (a fractional or negative count is its own problem)."""
+    parts = [f"coalesce({q(c)}, 0)" for c in INPUT_PARTS]
+    total = " + ".join(parts)
+    inp = q("input_tokens")
+    sane = " AND ".join(f"{x} >= 0 AND {x} = floor({x})" for x in (inp, *parts))
+    over = f"{total} > {inp} AND {sane} AND {parts[0]} <= {inp}"  # rarely true first: the rest is seldom evaluated
+    msg = ("'" + " + ".join(f"{c} ' || CAST({p} AS BIGINT) || '" for c, p in zip(INPUT_PARTS, parts))
+           + f" = ' || CAST({total} AS BIGINT) || ' is more than input_tokens ' || CAST({inp} AS BIGINT) || "
+           "' (cached reads and cache writes are disjoint parts of the input)'")
+    w5, w1h = parts[1], parts[2]
+    return [Check("cache_write_input_tokens", f"{over} AND {w5} > 0", msg),
+            Check("cache_write_1h_input_tokens", f"{over} AND {w5} = 0 AND {w1h} > 0", msg)]
 
 
 def _ts_order(start: str, end: str) -> Check:
@@ -184,9 +208,10 @@ def checks(kind: str, valid: frozenset[str] = frozenset()) -> list[Check]:
                      "'pool and provider are both set; a request is served by one of them'"),
                Check("pool", f"{b('pool')} AND {b('provider')}", "'one of pool or provider is required'"),
                *_int("input_tokens", True), *_int("cached_input_tokens", False), *_int("output_tokens", True),
-               *_int("reasoning_tokens", False), _le("cached_input_tokens", "input_tokens"),
-               _le("reasoning_tokens", "output_tokens"), *_enum("status", REQUEST_STATUSES, valid), *_number("ttft_ms"),
-               *_number("latency_ms")]
+               *_int("cache_write_input_tokens", False), *_int("cache_write_1h_input_tokens", False),
+               *_int("reasoning_tokens", False), _le("cached_input_tokens", "input_tokens"), *_input_parts(),
+               _le("reasoning_tokens", "output_tokens"), *_enum("service_tier", SERVICE_TIERS, valid, required=False),
+               *_enum("status", REQUEST_STATUSES, valid), *_number("ttft_ms"), *_number("latency_ms")]
     elif kind == "meters":
         out = [req("event_id"), *_timestamp("occurred_at", True, valid), req("tenant"), req("product"),
                req("meter"), req("sku"), *_decimal("quantity", True, 9), req("unit")]

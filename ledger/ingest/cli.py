@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from .. import store
+from ..check import check_ledger
 from ..console import Ledger, err, fail, out, print_csv, print_json
 from . import IngestError, ingest, list_batches, undo_batch
 
@@ -45,8 +46,9 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
         except store.StoreError as e:
             progress.stop()
             fail(str(e))
+    warnings = _batch_warnings(result)
     if as_json:
-        print_json(result.as_dict())
+        print_json({**result.as_dict(), "warnings": warnings})
         return
     for f in result.files:
         out.print(f"{f.path}: {f.rows} rows read ({f.format}, sha256 {f.sha256[:12]})", markup=False)
@@ -63,6 +65,22 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
     else:
         out.print(f"{result.rows_read} rows read, {result.rows_new} new, {result.rows_duplicate} duplicate; "
                   f"batch {result.batch_id}{note}")
+    for w in warnings:
+        err.print(f"warning: {w}", markup=False)
+
+
+def _batch_warnings(result) -> list[str]:
+    """`ledger check` restricted to the batch just written: a SKU with no price, a pool with no fleet,
+    an unknown charge target show up now, not at month end. Warnings only: the batch is valid data
+    and stays (the price may be loaded later), so they never change the exit code (docs/check.md)."""
+    if result.dry_run or not result.batch_id or not result.rows_new:
+        return []
+    try:
+        with Ledger() as s:
+            report = check_ledger(s, batch=result.batch_id)
+    except Exception as e:  # the batch is committed: a failing check must not turn it into a failure
+        return [f"batch {result.batch_id} was not checked against the price books ({e}); run `ledger check`"]
+    return [f.message for f in report.findings]
 
 
 def register(app: typer.Typer) -> None:

@@ -49,9 +49,9 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
     con.execute(f"CREATE OR REPLACE TEMP VIEW _stage AS SELECT {cols}, booked_at, _bad, filename "
                 f"FROM read_parquet([{stage_list}], filename=true)")
     if existing:
-        ex_list = ", ".join(lit(str(f)) for f in existing)
+        # through facts.files_sql: a fact file older than a column reads it as its default
         con.execute(f"CREATE OR REPLACE TEMP VIEW _existing AS SELECT {cols}, filename FROM "
-                    f"read_parquet([{ex_list}], filename=true)")
+                    f"({facts.files_sql(kind, existing, filename=True, con=con)})")
     else:
         con.execute(f"CREATE OR REPLACE TEMP VIEW _existing AS SELECT {cols}, filename FROM _stage WHERE false")
     # Distinct 64-bit hashes of the key prove the keys distinct (see hashes_repeat). Only when

@@ -27,7 +27,8 @@ SAMPLE_WINDOWS = 16  # spread over the file
 SAMPLE_BYTES = 1 << 17  # per window; a file up to 16 x 128 KiB is read whole
 MAX_SAMPLED_VALUES = 1000  # a column showing more distinct values than this in the sample stays text
 MAX_ENUM_VALUES = 60000
-FIXED_VALUES = {("requests", "status"): facts.REQUEST_STATUSES, ("outcomes", "outcome"): facts.OUTCOMES,
+FIXED_VALUES = {("requests", "status"): facts.REQUEST_STATUSES, ("requests", "service_tier"): facts.SERVICE_TIERS,
+                ("outcomes", "outcome"): facts.OUTCOMES,
                 ("fleet", "role"): facts.FLEET_ROLES, ("charges", "category"): facts.CHARGE_CATEGORIES}
 
 

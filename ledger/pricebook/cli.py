@@ -59,6 +59,8 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
                    meter: Optional[str] = typer.Option(None, "--meter"),
                    sku: Optional[str] = typer.Option(None, "--sku"),
                    region: Optional[str] = typer.Option(None, "--region"),
+                   provider: Optional[str] = typer.Option(None, "--provider",
+                                                          help="keep the prices of this provider and of *"),
                    as_json: bool = typer.Option(False, "--json")) -> None:
     """The prices in force at an instant, over the books loaded in the ledger."""
     when = parse_instant(at, "--at") if at else datetime.now(timezone.utc)
@@ -66,10 +68,10 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
         books = store.books_from_store(s)
     if not books:
         fail("no price books are loaded: run `ledger pricebook load`")
-    prices = PriceIndex(books).in_force(when, meter=meter, sku=sku, region=region)
+    prices = PriceIndex(books).in_force(when, meter=meter, sku=sku, region=region, provider=provider)
     rows = [{"meter": p.meter, "sku": p.sku, "region": p.region, "purchase_option": p.purchase_option,
-             "price": str(p.price), "list_price": str(p.list_price), "currency": p.currency, "per": p.per,
-             "upfront": None if p.upfront is None else str(p.upfront), "term": p.term,
+             "provider": p.provider, "price": str(p.price), "list_price": str(p.list_price), "currency": p.currency,
+             "per": p.per, "upfront": None if p.upfront is None else str(p.upfront), "term": p.term,
              "tiers": [{"above_input_tokens": t.above_input_tokens, "price": str(t.price)} for t in p.tiers],
              "effective_from": p.effective_from.isoformat(),
              "effective_to": p.effective_to.isoformat() if p.effective_to else None,
@@ -77,11 +79,12 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
     if as_json:
         print_json({"at": when.isoformat(), "prices": rows})
         return
-    t = Table("meter", "sku", "region", "option", "price", "per", "from", "to", "book",
+    t = Table("meter", "sku", "region", "option", "provider", "price", "per", "from", "to", "book",
               title=f"prices in force at {when.isoformat()} ({len(rows)})")
     for r in rows:
-        t.add_row(r["meter"], r["sku"], r["region"], r["purchase_option"], f"{r['price']} {r['currency']}", r["per"],
-                  r["effective_from"][:10], (r["effective_to"] or "")[:10], f"{r['book']}@{r['version']}")
+        t.add_row(r["meter"], r["sku"], r["region"], r["purchase_option"], r["provider"],
+                  f"{r['price']} {r['currency']}", r["per"], r["effective_from"][:10], (r["effective_to"] or "")[:10],
+                  f"{r['book']}@{r['version']}")
     out.print(t)
 
 

@@ -84,7 +84,7 @@ class PriceIndex:
 
     def __init__(self, books: Iterable[Book]):
         self.books = in_force_books(books)
-        self._by_key: dict[tuple[str, str, str, str], list[Price]] = defaultdict(list)
+        self._by_key: dict[tuple[str, str, str, str, str], list[Price]] = defaultdict(list)
         for b in self.books:
             for p in b.prices:
                 self._by_key[p.key].append(p)
@@ -105,7 +105,7 @@ class PriceIndex:
     def prices(self) -> list[Price]:
         return [p for ps in self._by_key.values() for p in ps]
 
-    def _lookup(self, key: tuple[str, str, str, str], at: datetime) -> Price | None:
+    def _lookup(self, key: tuple[str, str, str, str, str], at: datetime) -> Price | None:
         ps = self._by_key.get(key)
         if not ps:
             return None
@@ -114,37 +114,46 @@ class PriceIndex:
             return ps[i]
         return None
 
-    def price_at(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*",
+    def _candidates(self, meter: str, sku: str, region: str, purchase_option: str,
+                    provider: str) -> list[tuple[str, str, str, str, str]]:
+        """The keys a lookup tries, most specific first: the exact provider then ``*``; within each,
+        the exact region then ``*``; within each, the exact purchase option then ``*``."""
+        return [(meter, sku, r, o, pv) for pv in dict.fromkeys((provider, "*")) for r in dict.fromkeys((region, "*"))
+                for o in dict.fromkeys((purchase_option, "*"))]
+
+    def price_at(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*", provider: str = "*",
                  at: datetime) -> Price:
-        """The price in force at `at` for the key, trying the exact region then ``*``, and the
-        exact purchase option then ``*``. Raises NoPriceError naming meter, sku, region and time."""
+        """The price in force at `at` for the key, trying the exact provider then ``*``, the exact
+        region then ``*``, and the exact purchase option then ``*`` (see :meth:`_candidates`).
+        Raises NoPriceError naming meter, sku, region, purchase option (and provider) and time."""
         if at.tzinfo is None:
             raise ValueError("price_at needs an aware datetime")
-        for r in dict.fromkeys((region, "*")):
-            for o in dict.fromkeys((purchase_option, "*")):
-                p = self._lookup((meter, sku, r, o), at)
-                if p is not None:
-                    return p
+        for key in self._candidates(meter, sku, region, purchase_option, provider):
+            p = self._lookup(key, at)
+            if p is not None:
+                return p
+        by = f", provider {provider}" if provider != "*" else ""
         raise NoPriceError(f"no price in force for meter {meter}, sku {sku}, region {region}, purchase option "
-                           f"{purchase_option} at {at.astimezone(timezone.utc).isoformat()}")
+                           f"{purchase_option}{by} at {at.astimezone(timezone.utc).isoformat()}")
 
-    def changes(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*") -> list[datetime]:
+    def changes(self, *, meter: str, sku: str, region: str = "*", purchase_option: str = "*",
+                provider: str = "*") -> list[datetime]:
         """Instants at which the price for this key (or its ``*`` fallbacks) starts or ends."""
         out = set()
-        for r in dict.fromkeys((region, "*")):
-            for o in dict.fromkeys((purchase_option, "*")):
-                for p in self._by_key.get((meter, sku, r, o), []):
-                    out.add(p.effective_from)
-                    if p.effective_to:
-                        out.add(p.effective_to)
+        for key in self._candidates(meter, sku, region, purchase_option, provider):
+            for p in self._by_key.get(key, []):
+                out.add(p.effective_from)
+                if p.effective_to:
+                    out.add(p.effective_to)
         return sorted(out)
 
     def in_force(self, at: datetime, *, meter: str | None = None, sku: str | None = None,
-                 region: str | None = None) -> list[Price]:
-        """All prices in force at `at`, optionally filtered (region matches exactly or ``*``)."""
+                 region: str | None = None, provider: str | None = None) -> list[Price]:
+        """All prices in force at `at`, optionally filtered (region and provider match exactly or ``*``)."""
         out = []
         for key, ps in sorted(self._by_key.items()):
-            if meter and key[0] != meter or sku and key[1] != sku or region and key[2] not in (region, "*"):
+            if (meter and key[0] != meter or sku and key[1] != sku or region and key[2] not in (region, "*")
+                    or provider and key[4] not in (provider, "*")):
                 continue
             p = self._lookup(key, at)
             if p is not None:

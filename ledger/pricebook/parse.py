@@ -12,13 +12,13 @@ from babel.numbers import list_currencies
 
 from .. import units
 from ..money import MoneyError, quantize, to_decimal
-from .records import (EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, TOKEN_METERS, Book, FxRate, Price, Problem,
-                      Tier)
+from .records import (EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate,
+                      Price, Problem, Tier, price_label)
 
 _CURRENCIES = frozenset(list_currencies())
 _BOOK_FIELDS = {"name", "version", "currency", "source", "retrieved_at", "description"}
-_PRICE_FIELDS = {"meter", "sku", "region", "purchase_option", "price", "currency", "per", "effective_from",
-                 "effective_to", "source_url", "description", "tiers", "upfront", "term"}
+_PRICE_FIELDS = {"meter", "sku", "region", "purchase_option", "provider", "price", "currency", "per",
+                 "effective_from", "effective_to", "source_url", "description", "tiers", "upfront", "term"}
 _FX_FIELDS = {"from", "to", "rate", "effective_from", "effective_to", "source_url"}
 
 
@@ -121,8 +121,8 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     if not isinstance(raw, dict):
         err(f"price[{i}]", "is not a table")
         return None
-    label = "/".join(str(raw.get(k, "*" if k in ("region", "purchase_option") else "?"))
-                     for k in ("meter", "sku", "region", "purchase_option"))
+    label = price_label(*(str(raw.get(k, "*" if k in ("region", "purchase_option", "provider") else "?"))
+                          for k in ("meter", "sku", "region", "purchase_option", "provider")))
     where = f"price[{i}] {label}"
     bad = False
 
@@ -141,6 +141,12 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     meter, sku = str(raw["meter"]), str(raw["sku"])
     region = str(raw.get("region", "*"))
     option = str(raw.get("purchase_option", "*"))
+    provider = str(raw.get("provider", "*"))
+    for what, value in (("region", region), ("purchase_option", option), ("provider", provider)):
+        if not value.strip():
+            fail(f"{what} is empty (write \"*\" for any)")
+    for msg in _unused(meter, option, provider):
+        fail(msg)
     currency = str(raw.get("currency", book_currency))
     if currency not in _CURRENCIES:
         fail(f"currency {currency!r} is not an ISO 4217 code")
@@ -229,7 +235,31 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     return Price(meter=meter, sku=sku, region=region, purchase_option=option, price=effective, currency=currency,
                  per=per, effective_from=start, effective_to=end, source_url=str(raw["source_url"]), book=book,
                  version=version, entry=i, list_price=price, tiers=tuple(tiers), upfront=upfront, term=term,
-                 description=str(raw.get("description", "")))
+                 description=str(raw.get("description", "")), provider=provider)
+
+
+def _unused(meter: str, option: str, provider: str) -> list[str]:
+    """Why no pricing rule could ever use a price of this meter, purchase option and provider.
+
+    The rules: gpu_time is looked up by device, region and purchase option; the token meters by
+    model, region, service tier (the purchase option) and provider; any other meter (the meters
+    input) by sku and region with purchase option ``*``. A meter named like a token meter that is
+    none of them, a purchase option or provider that its meter's rule never asks for, would be a
+    price carried and silently ignored."""
+    out = []
+    if meter not in TOKEN_METERS and (meter.endswith("_tokens") or meter == "tokens"):
+        out.append(f"meter {meter!r} is not a token meter the ledger prices ({', '.join(sorted(TOKEN_METERS))}): "
+                   "no rule would use this price (a meters-input meter must not end in _tokens)")
+    if meter in TOKEN_METERS and option not in (*SERVICE_TIERS, "*"):
+        out.append(f"purchase_option {option!r} is not a service tier ({', '.join(SERVICE_TIERS)}, or * for any): "
+                   "no request would use this price")
+    if meter not in TOKEN_METERS and provider != "*":
+        out.append(f"provider {provider!r}: only token prices are matched against a request's provider; no usage "
+                   f"of meter {meter} names one, so this price would never be used")
+    if meter not in TOKEN_METERS and meter not in GPU_METERS and option != "*":
+        out.append(f"purchase_option {option!r}: meter {meter} is looked up with purchase option * (options apply "
+                   "to gpu_time, and as service tiers to token meters), so this price would never be used")
+    return out
 
 
 def _time_part(per: str) -> str:

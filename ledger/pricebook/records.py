@@ -5,9 +5,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 
-#: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens.
+#: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens (the token meters of a
+#: provider request: its buckets, and the reasoning part of its output).
 GPU_METERS = frozenset({"gpu_time"})
-TOKEN_METERS = frozenset({"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"})
+TOKEN_METERS = frozenset({"input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+                          "output_tokens", "reasoning_tokens"})
+#: A request's `service_tier`, which a token price's `purchase_option` names (``*``: any tier).
+SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 #: The dimensions a price may be `per` (pint names them in brackets); a price per parsec is a typo.
 METERED_DIMENSIONS = frozenset({"[gpu]", "[token]", "[request]", "[call]", "[span]", "[information]", "[time]"})
 #: The precision of an effective price that amortizes an upfront amount (a price, not money).
@@ -43,11 +47,12 @@ class Tier:
 class Price:
     """A price in force over ``[effective_from, effective_to)`` (end exclusive; None is open-ended).
 
-    Fields: `meter`, `sku`, `region` (``*`` = any), `purchase_option` (``*`` = any); `price` is the
-    effective price in `currency` per one `per` (a pint expression such as ``gpu * hour`` or
-    ``1e6 * token``), with any `upfront` amount amortized over `term`; `list_price` is the price
-    as written; `tiers` are long-context tiers, ascending; `book`, `version`, `entry` (1-based
-    index in the book) and `source_url` say where it came from.
+    Fields: `meter`, `sku`, `region` (``*`` = any), `purchase_option` (``*`` = any; for token
+    meters the request's service tier), `provider` (token meters: the request's provider; ``*`` =
+    any); `price` is the effective price in `currency` per one `per` (a pint expression such as
+    ``gpu * hour`` or ``1e6 * token``), with any `upfront` amount amortized over `term`;
+    `list_price` is the price as written; `tiers` are long-context tiers, ascending; `book`,
+    `version`, `entry` (1-based index in the book) and `source_url` say where it came from.
     """
 
     meter: str
@@ -68,10 +73,12 @@ class Price:
     upfront: Decimal | None = None
     term: str | None = None
     description: str = ""
+    provider: str = "*"
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.meter, self.sku, self.region, self.purchase_option)
+    def key(self) -> tuple[str, str, str, str, str]:
+        """What identifies the price (two prices of one key must not overlap in time)."""
+        return (self.meter, self.sku, self.region, self.purchase_option, self.provider)
 
     def in_force(self, at: datetime) -> bool:
         return self.effective_from <= at and (self.effective_to is None or at < self.effective_to)
@@ -85,7 +92,13 @@ class Price:
         return p
 
     def label(self) -> str:
-        return "/".join(self.key)
+        """``meter/sku/region/purchase_option``, with ``/provider`` when the price names one."""
+        return price_label(self.meter, self.sku, self.region, self.purchase_option, self.provider)
+
+
+def price_label(meter: str, sku: str, region: str, purchase_option: str, provider: str = "*") -> str:
+    """How problem lines name a price: ``meter/sku/region/purchase_option[/provider]``."""
+    return "/".join((meter, sku, region, purchase_option) + ((provider,) if provider != "*" else ()))
 
 
 @dataclass(frozen=True)

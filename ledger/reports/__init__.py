@@ -6,8 +6,8 @@ back by :mod:`ledger.runs`; `render` turns a report into JSON, CSV or a rich tab
 """
 from __future__ import annotations
 
-from ..economics import (BY, NO_SUCCESS, NO_TOKENS, RATIO_EXP, Report, Row, RunData, RunInfo, lines_frame, run_data_of,
-                         summary, unit_economics)
+from ..economics import (ALL_IN, ALL_IN_DEFINITION, BY, NO_SUCCESS, NO_TOKENS, OWN_DEFINITION, RATIO_EXP, Report, Row,
+                         RunData, RunInfo, lines_frame, run_data_of, summary, unit_economics)
 from ..runs import load_report, run_data_of_stored
 from .render import (TENANT_METRICS, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics_as_csv,
                      unit_economics_as_json, unit_economics_as_table)

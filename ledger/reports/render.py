@@ -16,8 +16,10 @@ from rich.console import Group
 from rich.table import Table
 
 from ..allocate import CATEGORIES, period_label
-from ..economics import NO_SUCCESS, RATIO_EXP, Report, Row, _iso, _opt, _ratio, _tenant_entry
+from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, _iso, _opt,
+                         _ratio, _tenant_entry, all_in_entry)
 from ..money import fmt, quantize
+
 
 def _provenance(report: Report) -> dict:
     info = report.run
@@ -38,20 +40,35 @@ def _row_json(report: Report, r: Row) -> dict:
 
 
 def unit_economics_as_json(report: Report) -> dict:
-    """The report as a JSON-ready dict; money as decimal strings, ratios as decimal strings."""
+    """The report as a JSON-ready dict; money as decimal strings, ratios as decimal strings. Beside
+    the rows (whose `cost_per_successful_task` is the row's own cost ÷ its own successes) the top
+    level carries the run-wide all-in figure with its numerator, denominator, both definitions and
+    the reason when it is null (:func:`ledger.economics.all_in_entry`)."""
     doc = {"report": "unit-economics", "by": report.by, **_provenance(report),
            "tenants_filter": None if report.tenants is None else list(report.tenants),
            "rows": [_row_json(report, r) for r in report.rows],
-           "run_total": fmt(report.total)}
+           "run_total": fmt(report.total), **all_in_entry(report.total, report.successful_tasks)}
     if report.tenants is None:
         doc["unattributed"] = {k: fmt(v) for k, v in report.unattributed.items()}
     return doc
 
 
+def _all_in_columns(report: Report) -> dict:
+    """The run-wide all-in cost per successful task as CSV cells (empty when undefined, with why),
+    with its numerator, denominator and both definitions."""
+    doc = all_in_entry(report.total, report.successful_tasks)
+    return {ALL_IN: doc[ALL_IN] or "", f"{ALL_IN}_numerator": doc[f"{ALL_IN}_numerator"],
+            f"{ALL_IN}_denominator": doc[f"{ALL_IN}_denominator"],
+            f"{ALL_IN}_undefined_because": doc["reasons"].get(ALL_IN, ""),
+            f"{ALL_IN}_definition": ALL_IN_DEFINITION, "cost_per_successful_task_definition": OWN_DEFINITION}
+
+
 def unit_economics_as_csv(report: Report) -> str:
     """One CSV row per report row; every row repeats the period, run, currency, price books and
-    success criteria so that a row taken alone still says where it came from."""
+    success criteria so that a row taken alone still says where it came from, and ends with the
+    run-wide all-in cost per successful task (its numerator, denominator and both definitions)."""
     rows = [_row_json(report, r) for r in report.rows]
+    tail = _all_in_columns(report)
     prov = _provenance(report)
     head = {"period_start": prov["period"]["start"], "period_end": prov["period"]["end"], "run_id": prov["run_id"],
             "currency": prov["currency"], "price_books": " ".join(prov["price_books"]),
@@ -70,9 +87,10 @@ def unit_economics_as_csv(report: Report) -> str:
                 d["row_success_criteria"] = " ".join(v)
             else:
                 d[k] = "" if v is None else v
+        d.update(tail)
         flat.append(d)
     buf = io.StringIO()
-    fields = list(flat[0]) if flat else list(head) + [report.by]
+    fields = list(flat[0]) if flat else list(head) + [report.by] + list(tail)
     w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     w.writeheader()
     w.writerows(flat)
@@ -95,13 +113,26 @@ def _title(report: Report, what: str) -> str:
             f"price books {', '.join(info.price_books) or 'none'} · regions {', '.join(info.regions) or 'none'}")
 
 
+def _all_in_text(report: Report) -> str:
+    """The all-in figure worked out, e.g. ``26.20 = run total 131.00 ÷ 5 successful tasks``."""
+    v = report.cost_per_successful_task_all_in
+    if v is None:
+        return f"undefined ({NO_SUCCESS}; run total {_money(report.total)})"
+    n = report.successful_tasks
+    return f"{_money(v)} = run total {_money(report.total)} ÷ {n:,} successful task{'s' if n != 1 else ''}"
+
+
 def _caption(report: Report) -> str:
     crit = ", ".join(report.criteria) or "none recorded"
     parts = [f"success criteria: {crit}", f"idle policy {report.run.idle_policy}", f"basis {report.run.basis}",
              f"run total {_money(report.total)}"]
     if report.tenants is None:
         parts.append("not on tenants: " + ", ".join(f"{k} {_money(v)}" for k, v in report.unattributed.items()))
-    return " · ".join(parts)
+    lines = [" · ".join(parts), f"all-in cost per successful task: {_all_in_text(report)}; all-in = "
+             f"{ALL_IN_DEFINITION}"]
+    if report.by != "model":
+        lines.append(f"cost per success (own cost) = {OWN_DEFINITION}")
+    return "\n".join(lines)
 
 
 def _label(key: str | None, by: str) -> str:
@@ -122,7 +153,7 @@ def unit_economics_as_table(report: Report) -> Table | Group:
         return t
     # Headline columns first; the split by category is a second table, so each fits a terminal.
     cols = [report.by, "cost", "failed work", "idle share", "requests", "active tokens", "tasks ok/fail/unknown",
-            "success rate", "cost per success", "$/1M active tokens"]
+            "success rate", "cost per success (own cost)", "$/1M active tokens"]
     for col in cols:
         t.add_column(col, justify="left" if col == report.by else "right")
     for r in report.rows:
@@ -176,6 +207,8 @@ def tenants_as_csv(report: Report) -> str:
                  ("price_books", " ".join(prov["price_books"])), ("regions", " ".join(prov["regions"])),
                  ("success_criteria", " ".join(prov["success_criteria"]))):
         w.writerow([k, *([v] * len(report.rows))])
+    for k, v in _all_in_columns(report).items():
+        w.writerow([k, *([v] * len(report.rows))])
     return buf.getvalue()
 
 
@@ -201,7 +234,7 @@ def tenants_as_table(report: Report) -> Table:
             elif m in ("requests", "active tokens") or m.startswith("tasks"):
                 v = f"{int(v):,}"
             cells.append(v or "—")
-        t.add_row(m, *cells)
+        t.add_row("cost per successful task (own cost)" if m == "cost per successful task" else m, *cells)
     return t
 
 

@@ -95,7 +95,7 @@ def store_book(s: Session, *, book: Book) -> LoadResult:
     s.flush()
     for p in book.prices:
         s.add(PriceEntryRow(book_id=row.id, entry=p.entry, meter=p.meter, sku=p.sku, region=p.region,
-                            purchase_option=p.purchase_option, price=p.price, list_price=p.list_price,
+                            purchase_option=p.purchase_option, provider=p.provider, price=p.price, list_price=p.list_price,
                             currency=p.currency, per=p.per, effective_from=p.effective_from,
                             effective_to=p.effective_to, source_url=p.source_url,
                             tiers=json.dumps([{"above_input_tokens": t.above_input_tokens, "price": str(t.price)}

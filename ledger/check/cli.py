@@ -1,0 +1,45 @@
+"""The `check` command: a pre-flight of the facts against the price books; exit 1 when it finds anything."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from .. import console, store
+from .findings import check_ledger
+from .render import findings_as_csv, findings_as_json, findings_as_table, summary_line
+
+
+def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10 (default: "
+                                                                          "every committed fact)"),
+              frm: Optional[str] = typer.Option(None, "--from", help="period start (ISO 8601 instant)"),
+              to: Optional[str] = typer.Option(None, "--to", help="period end, exclusive"),
+              as_json: bool = typer.Option(False, "--json", help="the findings as JSON on stdout"),
+              as_csv: bool = typer.Option(False, "--csv", help="the findings as CSV on stdout"),
+              as_table: bool = typer.Option(False, "--table", help="the findings as a table on stdout")) -> None:
+    """Pre-flight of the facts against the price books (usages with no price, pools without fleet...): exit 1 if any."""
+    start = end = None
+    if period or frm or to:
+        start, end = console.period_bounds(period, frm, to)
+    with console.Ledger() as s:
+        try:
+            report = check_ledger(s, start=start, end=end)
+        except store.StoreError as e:
+            console.fail(str(e))
+    code = 0 if report.ok else 1
+    if as_json:
+        console.print_json(findings_as_json(report))
+    elif as_csv:
+        sys.stdout.write(findings_as_csv(report))
+    elif as_table and not report.ok:
+        console.out.print(findings_as_table(report))
+    elif report.ok:
+        console.out.print(summary_line(report), markup=False)
+    else:
+        console.fail([f.message for f in report.findings])
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check_cmd)

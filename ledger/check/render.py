@@ -1,0 +1,68 @@
+"""Renderers of a check report: ``findings_as_json``, ``findings_as_csv`` and ``findings_as_table`` (rich)."""
+from __future__ import annotations
+
+import csv
+import io
+
+from rich.table import Table
+
+from ..export.safe import safe_text
+from .findings import CheckReport, Finding
+from .views import iso
+
+#: The columns of a finding in JSON and CSV, in order.
+FIELDS = ("kind", "source", "meter", "sku", "region", "purchase_option", "provider", "pool", "target", "first_at",
+          "last_at", "count", "nearest", "batches", "message")
+
+
+def _finding_json(f: Finding) -> dict:
+    return {"kind": f.kind, "source": f.source, "meter": f.meter, "sku": f.sku, "region": f.region,
+            "purchase_option": f.purchase_option, "provider": f.provider, "pool": f.pool, "target": f.target,
+            "first_at": iso(f.first_at) if f.first_at else None, "last_at": iso(f.last_at) if f.last_at else None,
+            "count": f.count, "nearest": list(f.nearest), "batches": list(f.batches), "message": f.message}
+
+
+def summary_line(report: CheckReport) -> str:
+    """The short line of a check that found nothing: what was checked, against which books."""
+    c = report.checked
+    scope = f" from {iso(report.start)} to {iso(report.end)}" if report.start and report.end else ""
+    books = len(report.price_books)
+    return (f"no problems: {c.get('requests', 0):,} requests, {c.get('meters', 0):,} meter events, "
+            f"{c.get('fleet', 0):,} fleet intervals and {c.get('charges', 0):,} charges{scope} checked against "
+            f"{books} price book{'' if books == 1 else 's'}")
+
+
+def findings_as_json(report: CheckReport) -> dict:
+    """The report as a JSON-ready dict: scope, books, rows checked, and one entry per finding."""
+    return {"check": "facts against price books",
+            "period": {"start": iso(report.start), "end": iso(report.end)} if report.start and report.end else None,
+            "batch": report.batch, "price_books": list(report.price_books), "checked": dict(report.checked),
+            "ok": report.ok, "problems": len(report.findings),
+            "findings": [_finding_json(f) for f in report.findings]}
+
+
+def findings_as_csv(report: CheckReport) -> str:
+    """One CSV row per finding (the header alone when there is none); lists are space-separated and
+    text cells are neutralized against formula injection (names come from the input files)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(FIELDS), lineterminator="\n")
+    w.writeheader()
+    for f in report.findings:
+        d = _finding_json(f)
+        d.update(nearest=" ".join(d["nearest"]), batches=" ".join(d["batches"]), first_at=d["first_at"] or "",
+                 last_at=d["last_at"] or "")
+        w.writerow({k: v if isinstance(v, int) else safe_text(v) for k, v in d.items()})
+    return buf.getvalue()
+
+
+def findings_as_table(report: CheckReport) -> Table:
+    """A rich table of the findings, one row each."""
+    t = Table("kind", "what", "first", "count", "nearest", "batches",
+              title=f"ledger check: {len(report.findings)} problem{'' if len(report.findings) == 1 else 's'}")
+    for f in report.findings:
+        what = "/".join(x for x in (f.meter, f.sku, f.region, f.purchase_option) if x) or f.pool or f.target
+        if f.provider:
+            what += f" ({f.provider})"
+        t.add_row(f.kind, what, iso(f.first_at)[:16] if f.first_at else "", str(f.count), ", ".join(f.nearest),
+                  ", ".join(f.batches))
+    return t
