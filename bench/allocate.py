@@ -175,7 +175,10 @@ def facts_connection(folder: Path):
 
             con.execute(f"CREATE VIEW {kind} AS {empty_select(kind)}")
             continue
-        cols = ", ".join(f'CAST("{c.name}" AS {c.type}) AS "{c.name}"' for c in spec.columns)
+        have = {r[0] for r in con.execute(f"SELECT name FROM parquet_schema('{path}')").fetchall()}
+        # a column synth.py does not write (cache writes, service tier) reads as its default, as in the ledger
+        cols = ", ".join(f'CAST("{c.name}" AS {c.type}) AS "{c.name}"' if c.name in have else
+                         f'CAST({c.default} AS {c.type}) AS "{c.name}"' for c in spec.columns)
         b = booked.get(kind)
         con.execute(f"CREATE VIEW {kind} AS SELECT {cols}, {f'CAST({b} AS TIMESTAMPTZ)' if b else 'NULL'} AS booked_at "
                     f"FROM read_parquet('{path}')")
