@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Optional
 
 import typer
@@ -95,3 +96,21 @@ def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) 
     if not start < end:
         fail(f"--from {frm} is not before --to {to} (the period is [from, to), end exclusive)")
     return start, end
+
+
+def one_format(as_json: bool, as_csv: bool) -> None:
+    """Refuse --json together with --csv (checked before any work is done)."""
+    if as_json and as_csv:
+        fail("give --json or --csv, not both")
+
+
+def emit(report: object, *, as_json: bool, as_csv: bool, json_of: Callable[[object], object],
+         csv_of: Callable[[object], str], table_of: Callable[[object], object]) -> None:
+    """A report on stdout in the format asked for: its JSON document, its CSV text, or its rich table."""
+    one_format(as_json, as_csv)
+    if as_json:
+        print_json(json_of(report))
+    elif as_csv:
+        sys.stdout.write(csv_of(report))
+    else:
+        out.print(table_of(report))

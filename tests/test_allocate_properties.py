@@ -19,22 +19,26 @@ from ledger.allocate.charges import ChargeDay, _charge_lines
 from ledger.money import from_micros, split
 from ledger.reports import run_data_of, unit_economics
 
+# provider tokens (five buckets, reasoning, a second provider, the batch tier) and meters, in both books
+TOKEN_AND_METER_PRICES = (
+    price("input_tokens", "gpt-5", "1.25", "1e6 * token") +
+    price("cached_input_tokens", "gpt-5", "0.125", "1e6 * token") +
+    price("output_tokens", "gpt-5", "10", "1e6 * token") +
+    price("cache_write_tokens", "gpt-5", "1.5625", "1e6 * token") +
+    price("reasoning_tokens", "gpt-5", "12", "1e6 * token", provider="azure") +
+    price("input_tokens", "gpt-5", "1.375", "1e6 * token", provider="azure",
+          extra='tiers = [{ above_input_tokens = 200000, price = "2.75" }]') +
+    price("input_tokens", "gpt-5", "0.625", "1e6 * token", option="batch") +
+    price("output_tokens", "gpt-5", "5", "1e6 * token", option="batch") +
+    price("cache_write_1h_tokens", "gpt-5", "1.25", "1e6 * token", option="batch") +
+    price("egress", "internet", "0.09", "GB") +
+    price("tool_call", "search", "0.007", "call"))
+
 BOOK = HEAD.format(name="prop", currency="USD") + \
     price("gpu_time", "H100", "3.7301", "gpu * hour", to="2026-10-01T03:17:00Z") + \
     price("gpu_time", "H100", "4.1903", "gpu * hour", frm="2026-10-01T03:17:00Z") + \
     price("gpu_time", "A100", "1.99", "gpu * hour") + \
-    price("input_tokens", "gpt-5", "1.25", "1e6 * token") + \
-    price("cached_input_tokens", "gpt-5", "0.125", "1e6 * token") + \
-    price("output_tokens", "gpt-5", "10", "1e6 * token") + \
-    price("cache_write_tokens", "gpt-5", "1.5625", "1e6 * token") + \
-    price("reasoning_tokens", "gpt-5", "12", "1e6 * token", provider="azure") + \
-    price("input_tokens", "gpt-5", "1.375", "1e6 * token", provider="azure",
-          extra='tiers = [{ above_input_tokens = 200000, price = "2.75" }]') + \
-    price("input_tokens", "gpt-5", "0.625", "1e6 * token", option="batch") + \
-    price("output_tokens", "gpt-5", "5", "1e6 * token", option="batch") + \
-    price("cache_write_1h_tokens", "gpt-5", "1.25", "1e6 * token", option="batch") + \
-    price("egress", "internet", "0.09", "GB") + \
-    price("tool_call", "search", "0.007", "call")
+    TOKEN_AND_METER_PRICES
 PRICES = index(BOOK)
 T0 = utc("2026-10-01T00:00:00Z")
 START, END = T0, T0 + timedelta(hours=6)
@@ -201,18 +205,7 @@ def test_vectorized_gpu_split_equals_the_reference_split(groups, c, slack):
 FX_BOOK = HEAD.format(name="prop-fx", currency="USD") + \
     price("gpu_time", "H100", "3.7301", "gpu * hour") + \
     price("gpu_time", "A100", "1.83", "gpu * hour", currency="EUR") + \
-    price("input_tokens", "gpt-5", "1.25", "1e6 * token") + \
-    price("cached_input_tokens", "gpt-5", "0.125", "1e6 * token") + \
-    price("output_tokens", "gpt-5", "10", "1e6 * token") + \
-    price("cache_write_tokens", "gpt-5", "1.5625", "1e6 * token") + \
-    price("reasoning_tokens", "gpt-5", "12", "1e6 * token", provider="azure") + \
-    price("input_tokens", "gpt-5", "1.375", "1e6 * token", provider="azure",
-          extra='tiers = [{ above_input_tokens = 200000, price = "2.75" }]') + \
-    price("input_tokens", "gpt-5", "0.625", "1e6 * token", option="batch") + \
-    price("output_tokens", "gpt-5", "5", "1e6 * token", option="batch") + \
-    price("cache_write_1h_tokens", "gpt-5", "1.25", "1e6 * token", option="batch") + \
-    price("egress", "internet", "0.09", "GB") + \
-    price("tool_call", "search", "0.007", "call") + \
+    TOKEN_AND_METER_PRICES + \
     "".join(f'[[fx]]\nfrom = "EUR"\nto = "USD"\nrate = "{r}"\neffective_from = {a}\n'
             + (f"effective_to = {b}\n" if b else "")
             for r, a, b in (("1.0871", "2026-01-01T00:00:00Z", "2026-10-01T01:17:30Z"),

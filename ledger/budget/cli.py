@@ -135,12 +135,8 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                     price_books=stored.summary.get("price_books", []), scenario=scenario)
     except BudgetError as e:
         console.fail(e.problems)
-    if as_json:
-        console.print_json(comparison_as_json(c))
-    elif as_csv:
-        sys.stdout.write(comparison_as_csv(c))
-    else:
-        console.out.print(comparison_as_table(c))
+    console.emit(c, as_json=as_json, as_csv=as_csv, json_of=comparison_as_json, csv_of=comparison_as_csv,
+                 table_of=comparison_as_table)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,6 @@
 """Commands over stored runs: `report unit-economics`, `report tenants`, `runs` and `close`."""
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
@@ -37,11 +36,6 @@ def _tenants(text: Optional[str]) -> Optional[list[str]]:
     return names
 
 
-def _check_format(as_json: bool, as_csv: bool) -> None:
-    if as_json and as_csv:
-        console.fail("give --json or --csv, not both")
-
-
 @report_app.command("unit-economics")
 def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period"),
                        frm: Optional[str] = typer.Option(None, "--from"),
@@ -52,19 +46,15 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period"),
                        as_json: bool = typer.Option(False, "--json"),
                        as_csv: bool = typer.Option(False, "--csv")) -> None:
     """Cost, failed work, idle share, tokens, tasks and cost per success by tenant, product or model."""
-    _check_format(as_json, as_csv)
+    console.one_format(as_json, as_csv)
     if by not in BY:
         console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
     report = unit_economics(data, by=by, tenants=_tenants(tenants))
     _unknown_tenants(report, data)
-    if as_json:
-        console.print_json(unit_economics_as_json(report))
-    elif as_csv:
-        sys.stdout.write(unit_economics_as_csv(report))
-    else:
-        console.out.print(unit_economics_as_table(report))
+    console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json,
+                 csv_of=unit_economics_as_csv, table_of=unit_economics_as_table)
 
 
 def _unknown_tenants(report, data) -> None:
@@ -86,17 +76,13 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period"),
                 as_json: bool = typer.Option(False, "--json"),
                 as_csv: bool = typer.Option(False, "--csv")) -> None:
     """Tenants side by side: share of GPU, cost per success, failure rate, $/1M active tokens."""
-    _check_format(as_json, as_csv)
+    console.one_format(as_json, as_csv)
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
     report = unit_economics(data, by="tenant", tenants=_tenants(tenants))
     _unknown_tenants(report, data)
-    if as_json:
-        console.print_json(unit_economics_as_json(report))
-    elif as_csv:
-        sys.stdout.write(tenants_as_csv(report))
-    else:
-        console.out.print(tenants_as_table(report))
+    console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json, csv_of=tenants_as_csv,
+                 table_of=tenants_as_table)
 
 
 def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only runs of this month"),
