@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime, timezone
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Optional
 
 import typer
@@ -28,18 +28,15 @@ def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def print_csv(rows: list[dict]) -> None:
-    """Rows as CSV on stdout; text cells are neutralized against formula injection."""
-    import csv
-
-    from .export.safe import safe_text
+def print_csv(rows: list[dict], *, numeric: Collection[str] = ()) -> None:
+    """Rows as CSV on stdout (:func:`ledger.outputs.csv_text`): every field quoted, the header
+    included; text neutralized against formula injection; ints, Decimals and the decimal strings of
+    the columns named in `numeric` stay numbers."""
+    from .outputs import csv_text
 
     if not rows:
         return
-    w = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: v if isinstance(v, (int, float)) or v is None else safe_text(v) for k, v in r.items()})
+    sys.stdout.write(csv_text(list(rows[0]), rows, numeric=numeric))
 
 
 def parse_instant(text: str, what: str = "time") -> datetime:

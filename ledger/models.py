@@ -51,8 +51,11 @@ class Money(TypeDecorator):
             return None
         d = value if isinstance(value, Decimal) else Decimal(str(value))
         if dialect.name == "postgresql":
-            # NUMERIC(38, 12) pads to 12 places: give back the number as it was written.
-            d = d.normalize() if d != d.to_integral_value() else d.quantize(Decimal(1))
+            # NUMERIC(38, 12) pads to 12 places: give back the number as it was written (with
+            # precision for all 38 digits: the default context's 28 would round them).
+            with localcontext() as ctx:
+                ctx.prec = 80
+                d = d.normalize() if d != d.to_integral_value() else d.quantize(Decimal(1))
         return d
 
 

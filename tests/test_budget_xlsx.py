@@ -139,8 +139,10 @@ def test_csv_and_table_outputs(plan_files):
     r = _run("budget", str(plan), "--pricebooks", str(books), "--csv")
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("plan,currency,status,scenario,month,gpu,provider_tokens,")
-    assert lines[1].startswith("fixture-plan,USD,VERDICT,base,2026-10,15816.000000,180.000000,1040.000000,")
+    # every field quoted (ledger.outputs.csv_text); the money columns are decimals, read as numbers
+    assert lines[0].startswith('"plan","currency","status","scenario","month","gpu","provider_tokens",')
+    assert lines[1].startswith('"fixture-plan","USD","VERDICT","base","2026-10","15816.000000","180.000000",'
+                               '"1040.000000",')
     assert len(lines) == 1 + 4
     r = _run("budget", str(plan), "--pricebooks", str(books), "--scenarios", "worst")
     assert r.exit_code == 0, r.output

@@ -185,7 +185,8 @@ def test_a_clean_small_ledger_finds_nothing(clean):
     doc = json.loads(invoke("check", "--json").stdout)
     assert (doc["ok"], doc["problems"], doc["findings"]) == (True, 0, [])
     assert doc["checked"] == {"requests": 4, "meters": 1, "fleet": 2, "charges": 2}
-    assert invoke("check", "--csv").stdout == ",".join(FIELDS) + "\n"  # the header alone
+    # the header alone, every field quoted (ledger.outputs.csv_text)
+    assert invoke("check", "--csv").stdout == ",".join(f'"{f}"' for f in FIELDS) + "\n"
 
 
 def test_a_mistyped_sku_names_the_sku_the_batch_and_the_nearest_sku(clean, tmp_path):

@@ -492,7 +492,46 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
         assert Decimal(price["price"]) in {shown(p) for p in history["price"]}
     check = CliRunner().invoke(app, ["pricebook", "check"])
     assert check.exit_code == 0
+    assert at.radio(key="pb_check_source").value == "the shipped price books"  # the default
     assert at.get_by_key("pb_check").success[0].value == check.stdout.strip()
+
+
+def test_price_book_check_opens_no_typed_path_only_known_books_and_uploads(demo, tmp_path):
+    from ledger.cli import app
+
+    at = page("pages/price_books.py")
+    assert not at.text_input, "a path typed on the page would be opened on the server"
+    assert at.radio(key="pb_check_source").options == ["the shipped price books", "the books loaded in the ledger",
+                                                       "price book files I upload"]
+    # the books loaded in the ledger: the demo loaded the shipped folder, so the check is the CLI's on it
+    shipped = CliRunner().invoke(app, ["pricebook", "check"])
+    at.radio(key="pb_check_source").set_value("the books loaded in the ledger").run()
+    assert not at.exception and at.get_by_key("pb_check").success[0].value == shipped.stdout.strip()
+
+    at.radio(key="pb_check_source").set_value("price book files I upload").run()
+    assert "Upload one or more price book files" in at.get_by_key("pb_check").info[0].value
+    good = ROOT / "pricebooks" / "gcp.toml"
+    at.file_uploader(key="pb_check_upload").set_value((good.name, good.read_bytes(), "application/toml")).run()
+    want = CliRunner().invoke(app, ["pricebook", "check", str(good)])
+    assert want.exit_code == 0 and at.get_by_key("pb_check").success[0].value == want.stdout.strip()
+
+    # a broken book: the same problems `ledger pricebook check FILE` prints, named by the upload's name
+    bad = tmp_path / "broken.toml"
+    bad.write_text(good.read_text(encoding="utf-8").replace("retrieved_at", "fetched_at", 1), encoding="utf-8")
+    at.file_uploader(key="pb_check_upload").set_value((bad.name, bad.read_bytes(), "application/toml")).run()
+    cli_check = CliRunner().invoke(app, ["pricebook", "check", str(bad)])
+    lines = cli_check.stderr.strip().splitlines()
+    assert cli_check.exit_code == 1 and lines
+    box = at.get_by_key("pb_check")
+    assert not at.exception and box.warning[0].value.startswith(f"{len(lines)} problem")
+    frame = box.dataframe[0].value
+    assert set(frame["file"]) == {"broken.toml"}
+    assert [m for m in frame["message"]] == [ln.rsplit(": ", 1)[-1] for ln in lines]
+
+    # the name of an upload is only a name: the bytes are checked, never the server file it names
+    at.file_uploader(key="pb_check_upload").set_value((str(good), b"this is = not [ toml", "application/toml")).run()
+    frame = at.get_by_key("pb_check").dataframe[0].value
+    assert list(frame["file"]) == ["gcp.toml"] and frame["message"][0].startswith("not valid TOML")
 
 
 # ---- forecast vs actual -------------------------------------------------------------------------

@@ -69,7 +69,8 @@ def ledger(ledger_home, tmp_path):
 
 @pytest.mark.parametrize("text,expected", [
     ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"), ("\t=1", "'\t=1"),
-    ("\r=1", "'\r=1"), ("acme", "acme"), ("a=b", "a=b"), ("", ""), (None, None), (" =1", " =1"),
+    ("\r=1", "'\r=1"), ("\n=1", "'\n=1"), ("acme", "acme"), ("a=b", "a=b"), ("", ""), (None, None),
+    (" =1", "' =1"), ("  +1", "'  +1"), (" acme", " acme"),
 ])
 def test_safe_text(text, expected):
     assert safe_text(text) == expected

@@ -288,7 +288,7 @@ CORPUS = [
     ("empty file", "requests", "", ["{f}: file is empty: expected a header line and rows"]),
     ("header only", "requests", REQ_HEADER + "\n", ["{f}: no data rows (header only)"]),
     ("a 10 MB single field", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat," + "m" * 10_000_000 + ",p,,t1,10,0,5,ok\n",
-     ["{f}:2: line longer than 1048576 bytes"]),
+     ["{f}:2: line longer than 1048576 bytes (10000050 bytes)"]),
     ("missing required column", "requests", "request_id,occurred_at,tenant,product,model,pool,input_tokens,status\n"
                                             "r1,2026-10-01T00:00:00Z,acme,chat,m,p,1,ok\n",
      ["{f}:1: output_tokens: required column is missing"]),
@@ -762,7 +762,7 @@ def test_parquet_direct_columns():
              "input_tokens": "BIGINT", "output_tokens": "UINTEGER", "cached_input_tokens": "VARCHAR",
              "ttft_ms": "FLOAT", "latency_ms": "DOUBLE", "reasoning_tokens": "DECIMAL(18,0)", "task_id": "BIGINT"}
     assert parquet_direct("requests", types) == {"request_id", "occurred_at", "tenant", "input_tokens",
-                                                 "output_tokens", "latency_ms"}
+                                                 "output_tokens", "latency_ms", "reasoning_tokens"}
     assert parquet_direct("meters", {"quantity": "DECIMAL(18,6)", "occurred_at": "TIMESTAMP"}) == {"quantity"}
     assert parquet_direct("charges", {"amount": "DECIMAL(38,6)"}) == set()  # 32 whole digits do not fit (38,12)
     assert parquet_direct("charges", {"amount": "DECIMAL(30,4)", "period_start": "TIMESTAMP WITH TIME ZONE"}) == {

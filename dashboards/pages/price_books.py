@@ -41,9 +41,9 @@ def version_of(frame: pd.DataFrame) -> pd.Series:
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def check(paths: tuple[str, ...]) -> tuple[pd.DataFrame, str]:
-    """`ledger pricebook check` over `paths` (the shipped folder when empty), re-read every 30 s."""
-    return dd.check_frame(list(paths) or None)
+def check_shipped() -> tuple[pd.DataFrame, str]:
+    """`ledger pricebook check` of the shipped folder, re-read every 30 s."""
+    return dd.check_frame()
 
 
 # ---- in force at a date -------------------------------------------------------------------------
@@ -124,14 +124,30 @@ versions["in_force"] = versions["in_force"].map({True: "in force", False: "super
 ui.table(versions, "pb_books")
 
 st.subheader("`ledger pricebook check`")
-paths_text = st.text_input("Files or folders to check (blank: the shipped `pricebooks/` folder)", value="",
-                           key="pb_check_paths",
-                           help="Comma-separated paths on the machine running the dashboard.")
-paths = [p.strip() for p in paths_text.split(",") if p.strip()]
-findings, summary = check(tuple(paths))
+SHIPPED, LOADED, UPLOAD = "the shipped price books", "the books loaded in the ledger", "price book files I upload"
+sources = [SHIPPED, *([LOADED] if books.source == "ledger" else []), UPLOAD]
+what = st.radio("Check", sources, key="pb_check_source", horizontal=True,
+                help="Only books the ledger knows, or files uploaded here: the dashboard opens no path typed "
+                     "on the page.")
+checked = None
+if what == SHIPPED:
+    checked = check_shipped()
+elif what == LOADED:
+    checked = dd.check_books(books.books)
+else:
+    uploaded = st.file_uploader("Price books (TOML; several are checked together)", type=["toml"],
+                                accept_multiple_files=True, key="pb_check_upload",
+                                help="Read from the uploaded bytes only, as `ledger pricebook check FILES` reads "
+                                     "them; nothing is stored.")
+    if uploaded:
+        checked = dd.check_uploaded([(u.name, u.getvalue()) for u in uploaded])
 with st.container(key="pb_check"):
-    if findings.empty:
-        st.success(summary, icon=":material/check_circle:")
+    if checked is None:
+        st.info("Upload one or more price book files (TOML) to check them.", icon=":material/upload_file:")
     else:
-        st.warning(summary, icon=":material/warning:")
-        st.dataframe(findings, hide_index=True)
+        findings, summary = checked
+        if findings.empty:
+            st.success(summary, icon=":material/check_circle:")
+        else:
+            st.warning(summary, icon=":material/warning:")
+            st.dataframe(findings, hide_index=True)

@@ -81,12 +81,14 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
                                                                  help=_BOOKS_HELP)) -> None:
     """Size every pool month by month, price every month with the prices in force, per scenario."""
     from ..export.budget_report import budget_as_csv, budget_as_json, budget_as_table
+    from ..export.safe import OutputError, check_output_path
     from ..export.xlsx import LocaleError, check_locale
 
     if xlsx is not None:
         try:
             check_locale(locale)
-        except LocaleError as e:
+            check_output_path(xlsx)  # before any work: never the ledger's own DB or facts
+        except (LocaleError, OutputError) as e:
             console.fail(str(e))
     b = compute(plan, scenarios, pricebooks)
     version = _version()
@@ -95,6 +97,8 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
 
         try:
             budget_as_xlsx(b, locale=locale, generated_at=b.generated_at, version=version, path=xlsx)
+        except OutputError as e:
+            console.fail(str(e))
         except OSError as e:
             console.fail(f"cannot write the workbook: {e}")
     if as_json:

@@ -1,12 +1,9 @@
 """Renderers of a check report: ``findings_as_json``, ``findings_as_csv`` and ``findings_as_table`` (rich)."""
 from __future__ import annotations
 
-import csv
-import io
-
 from rich.table import Table
 
-from ..export.safe import safe_text
+from ..outputs import csv_text
 from .findings import CheckReport, Finding
 from .views import iso
 
@@ -42,17 +39,15 @@ def findings_as_json(report: CheckReport) -> dict:
 
 
 def findings_as_csv(report: CheckReport) -> str:
-    """One CSV row per finding (the header alone when there is none); lists are space-separated and
-    text cells are neutralized against formula injection (names come from the input files)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(FIELDS), lineterminator="\n")
-    w.writeheader()
+    """One CSV row per finding (the header alone when there is none); lists are space-separated,
+    every field is quoted and text cells are neutralized against formula injection (names come
+    from the input files; :func:`ledger.outputs.csv_text`)."""
+    rows = []
     for f in report.findings:
         d = _finding_json(f)
-        d.update(nearest=" ".join(d["nearest"]), batches=" ".join(d["batches"]), first_at=d["first_at"] or "",
-                 last_at=d["last_at"] or "")
-        w.writerow({k: v if isinstance(v, int) else safe_text(v) for k, v in d.items()})
-    return buf.getvalue()
+        d.update(nearest=" ".join(d["nearest"]), batches=" ".join(d["batches"]))
+        rows.append(d)
+    return csv_text(FIELDS, rows, numeric=("count",))
 
 
 def findings_as_table(report: CheckReport) -> Table:

@@ -14,8 +14,8 @@ from .planning import (EXAMPLES_DIR, SIZING_COLUMNS, budget_months_frame, budget
                        budget_workbook, comparison_frame, curve_from_anchors, curve_from_files, curve_points_frame,
                        example_plans, forecast_vs_actual, gpu_prices_frame, plan_books, read_plan, size_fleet,
                        sizing_context, sizing_frame)
-from .prices import (PRICE_COLUMNS, PriceBooks, books_frame, check_frame, price_books, price_history_frame,
-                     price_keys, prices_in_force_frame)
+from .prices import (MAX_BOOK_BYTES, PRICE_COLUMNS, PriceBooks, books_frame, check_books, check_frame,
+                     check_uploaded, price_books, price_history_frame, price_keys, prices_in_force_frame)
 from .state import (ABSENT, NO_RUNS, READY, UNINITIALIZED, UNREACHABLE, LedgerState, guidance, ledger_state,
                     load_run_data, period_name, reading, runs_frame)
 from .tenants import TENANT_METRICS, tenant_daily_frame, tenant_names, tenants_frame

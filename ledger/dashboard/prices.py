@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import store
-from ..pricebook import Book, PriceIndex, in_force_books, load_books
+from ..pricebook import Book, PriceIndex, Problem, cross_book_problems, in_force_books, load_books, parse_book
 from .state import LedgerState, reading
 
 
@@ -98,13 +98,59 @@ def price_history_frame(books: Sequence[Book], key: tuple[str, str, str, str, st
     return pd.DataFrame(rows, columns=[*PRICE_COLUMNS, "in_force_version"])
 
 
-def check_frame(paths: Sequence[str | Path] | None = None) -> tuple[pd.DataFrame, str]:
-    """``ledger pricebook check`` over `paths` (default: the shipped folder): one row per finding
-    (file name, entry, message) and a one-line summary."""
-    paths = list(paths) if paths else _default_book_paths()
-    books, problems = load_books(paths)
+# `pricebook check` in the dashboard reads only books the ledger knows (the shipped folder, the books
+# loaded in the store) or bytes uploaded through the page: never a path typed on the page.
+
+#: The largest price book file the check page reads (the shipped books are a few kB).
+MAX_BOOK_BYTES = 2_000_000
+
+
+def _findings(books: Sequence[Book], problems: Sequence[Problem]) -> tuple[pd.DataFrame, str]:
+    """One row per finding (file name, entry, message) and the one-line summary `pricebook check` prints."""
     rows = [{"file": Path(p.file).name, "entry": p.entry, "message": p.message} for p in problems]
     n = sum(len(b.prices) for b in books)
     summary = (f"{len(books)} price books, {n} prices: no problems" if not problems else
                f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {len(books)} readable books")
     return pd.DataFrame(rows, columns=["file", "entry", "message"]), summary
+
+
+def check_frame() -> tuple[pd.DataFrame, str]:
+    """``ledger pricebook check`` of the shipped price books folder (no argument: the dashboard
+    never opens a path given on the page)."""
+    return _findings(*load_books(_default_book_paths()))
+
+
+def check_books(books: Sequence[Book]) -> tuple[pd.DataFrame, str]:
+    """``ledger pricebook check`` of books the ledger already holds (the versions loaded in the
+    store): each book's stored TOML parsed again, then the books checked together."""
+    good, problems = [], []
+    for b in books:
+        book, probs = parse_book(b.text, b.path or b.ref)
+        problems.extend(probs)
+        if book is not None:
+            good.append(book)
+    problems.extend(cross_book_problems(good))
+    return _findings(good, problems)
+
+
+def check_uploaded(files: Sequence[tuple[str, bytes]]) -> tuple[pd.DataFrame, str]:
+    """``ledger pricebook check`` of uploaded files, (name, bytes) each, read from the bytes only:
+    each parsed as a book (UTF-8 TOML of at most :data:`MAX_BOOK_BYTES`), then checked together."""
+    good, problems = [], []
+    for name, content in files:
+        name = Path(name).name
+        if len(content) > MAX_BOOK_BYTES:
+            problems.append(Problem(name, "", f"{len(content):,} bytes: a price book has at most "
+                                              f"{MAX_BOOK_BYTES:,}"))
+            continue
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as e:
+            problems.append(Problem(name, "", f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})"))
+            continue
+        book, probs = parse_book(text, name)
+        problems.extend(probs)
+        if book is not None:
+            good.append(book)
+    problems.extend(cross_book_problems(good))
+    return _findings(good, problems)

@@ -39,7 +39,8 @@ def tenants_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame
         return pd.DataFrame([], columns=cols)
     report = reports.unit_economics(data, by="tenant", tenants=list(tenants))
     table = list(csv.reader(io.StringIO(reports.tenants_as_csv(report))))
-    names = table[0][1:]
+    # the names as the ledger knows them: the CSV's header cells carry the formula escape ('=x)
+    names = ["" if r.key is None else r.key for r in report.rows]
     metric_rows = {r[0]: r[1:] for r in table[1:]}
     rows = []
     for i, name in enumerate(names):

@@ -1,8 +1,9 @@
 """The demo month: October 2026 of a small inference fleet, built from the Azure LLM inference trace.
 
 Submodules: ``month`` (the settings of the month), ``traffic`` (requests and tasks replayed from the
-trace), ``writers`` (the usage CSVs), ``inputs`` (fleet and charge rows, :func:`build_inputs`) and
-``runner`` (:func:`run_demo`: a fresh ledger home, books, dimensions, ingest, allocation).
+trace), ``writers`` (the usage CSVs), ``inputs`` (fleet and charge rows, :func:`build_inputs`),
+``home`` (what a ledger home holds; ``--force`` wipes only that) and ``runner`` (:func:`run_demo`:
+a fresh ledger home, books, dimensions, ingest, allocation).
 """
 
 from .inputs import (CANARY_HOURS, CANARY_START, CHARGES, QUARTER_END, DemoInputs, build_inputs, charge_rows,
@@ -12,6 +13,7 @@ from .month import (BATCHES, CONV_PRODUCTS, DATA_DIR, GROWTH, HOUR_US, HOURS, KI
                     PRODUCT_NAMES, PRODUCTS, PROVIDER, PROVIDER_MODEL, RATE, REGION, ROUTES, SEED, SPANS, STATUS,
                     STREAM_BYTES_PER_TOKEN, STREAM_TENANTS, SUCCESS, SUNDAYS, TASKS, TENANT_NAMES, TENANTS,
                     TRACE_FILES, WEEKDAYS, WEEKEND, Batch, Pool)
+from .home import check_home, is_ledger_db
 from .runner import DemoError, DemoResult, display_path, existing_data, run_demo, wipe_home
 from .traffic import (DECIDED, DELAY, OUTCOME, PRODUCT, SELECT, STATUS_U, TASK, TENANT, Trace, hourly_rate,
                       load_traces, uniform)

@@ -113,11 +113,13 @@ def _print(result: demo.DemoResult, home_given: bool) -> None:
 def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger home to build the demo in "
                                                  "(default: LEDGER_HOME, else ./.ledger)"),
              force: bool = typer.Option(False, "--force", help="wipe the ledger in that home first (its SQLite DB, "
-                                                               "facts and demo files; nothing else)"),
+                                                               "facts and demo files; nothing else); a folder that "
+                                                               "is not a ledger home is never wiped"),
              as_json: bool = typer.Option(False, "--json", help="print the summary as JSON")) -> None:
     """Build a realistic month (October 2026) from the Azure LLM inference trace in a fresh ledger home:
     tenants, products, two GPU pools, a provider model, meters, outcomes and charges; ingest, allocate
-    and print where the money went. Refuses a home that already holds data unless --force."""
+    and print where the money went. Refuses a home that already holds data unless --force, and a
+    folder that is neither empty nor a ledger home, --force or not."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     if home is not None:

@@ -5,12 +5,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from ..outputs import sqlite_path
+from .home import DEMO_FILES, DemoError, check_home, display_path, wipe_home
 from .inputs import DemoInputs, build_inputs
 from .month import KINDS, PERIOD, PRODUCTS, TENANTS
 
-
-class DemoError(Exception):
-    """The demo cannot run here; the message says why and what to do."""
+__all__ = ["DemoError", "DemoResult", "display_path", "existing_data", "run_demo", "wipe_home"]
 
 
 @dataclass(frozen=True)
@@ -29,31 +29,18 @@ class DemoResult:
     seconds: float
 
 
-def display_path(path: Path) -> str:
-    """A path as a person at this working directory would type it (relative when possible)."""
-    import os
-
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
-def _sqlite_file(url: str) -> Path | None:
-    return Path(url[len("sqlite:///"):]).resolve() if url.startswith("sqlite:///") else None
-
-
 def existing_data(home: Path, url: str) -> list[str]:
     """What the ledger at `home` / `url` already holds (empty: nothing, the demo may run). Looks
     without creating anything: a missing SQLite file or an unmigrated DB holds nothing."""
     import sqlalchemy as sa
 
     found = []
-    for sub in ("facts", "demo"):
-        d = home / sub
-        if d.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in d.rglob("*")):
-            found.append(f"{sub}/ has files")
-    db = _sqlite_file(url)
+    facts_dir = home / "facts"
+    if facts_dir.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in facts_dir.rglob("*")):
+        found.append("facts/ has files")
+    if any((home / "demo" / name).is_file() for name in DEMO_FILES):
+        found.append("demo/ has files")
+    db = sqlite_path(url)
     if db is not None and not db.exists():
         return found
     eng = sa.create_engine(url)
@@ -67,29 +54,13 @@ def existing_data(home: Path, url: str) -> list[str]:
     return found
 
 
-def wipe_home(home: Path, url: str) -> None:
-    """Delete the ledger in `home`: its SQLite DB and fact and demo folders, nothing else. Refuses
-    when the DB lives elsewhere (LEDGER_DATABASE_URL): the demo never wipes a shared database."""
-    import shutil
-
-    from .. import store
-
-    db = _sqlite_file(url)
-    if db is None or db.parent != home.resolve():
-        raise DemoError("the ledger DB is not in the ledger home (LEDGER_DATABASE_URL points elsewhere): the demo "
-                        "does not wipe it; point LEDGER_DATABASE_URL at an empty database, or unset it")
-    store.dispose_engines()
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
-    for sub in ("facts", "demo"):
-        shutil.rmtree(home / sub, ignore_errors=True)
-
-
 def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
     """Build the demo month in the configured ledger home (LEDGER_HOME, LEDGER_DATABASE_URL):
     initialize the store, load the shipped price books, register tenants and products, write and
     ingest the inputs, allocate October 2026 and check that the lines add up to the total.
-    Refuses (DemoError) when the ledger already holds data, unless `force` wipes it first."""
+    Refuses (DemoError) a folder that is neither empty nor a ledger home (``force`` or not, nothing
+    is deleted), and a ledger that already holds data unless `force` wipes it first (the ledger's
+    own entries only: :func:`ledger.demo.home.wipe_home`)."""
     import time
 
     from .. import config, runs, store
@@ -100,6 +71,7 @@ def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
     step = on_step or (lambda _m: None)
     t0 = time.perf_counter()
     home, url = config.ledger_home(), config.database_url()
+    check_home(home, url)
     found = existing_data(home, url)
     if found and not force:
         shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")

@@ -2,7 +2,6 @@
 and costs per successful task are formulas over the line detail, with a provenance sheet."""
 from __future__ import annotations
 
-import csv
 import io
 from datetime import datetime
 from decimal import Decimal
@@ -14,7 +13,7 @@ from openpyxl.styles import Font
 from ..allocate import CATEGORIES, KINDS, period_label
 from ..money import ZERO, fmt
 from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, unit_economics
-from .safe import safe_text
+from .safe import csv_text, write_output
 from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header, put,
                    put_formula, rng, write_provenance)
 
@@ -26,28 +25,17 @@ CSV_COLUMNS = ("run_id", "period_start", "period_end", "currency", "price_books"
 
 def allocation_as_csv(data: RunData) -> str:
     """One CSV row per allocation line; every row repeats the run, period, currency and price books.
-    Money and quantities as decimal strings; every text field neutralized against formulas."""
+    Money and quantities as decimal numbers; every field quoted, every text neutralized against
+    formulas (:func:`ledger.outputs.csv_text`)."""
     info = data.info
     period = period_label(info.start, info.end)
     head = {"run_id": info.run_id, "period_start": period["start"], "period_end": period["end"],
             "currency": info.currency, "price_books": " ".join(info.price_books)}
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for ln in data.lines:
-        text = {"day": ln.day.isoformat(), "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
-                "model": ln.model, "pool": ln.pool, "provider": ln.provider, "category": ln.category, "work": ln.work,
-                "shared_from": ln.shared_from, "unit": ln.unit, **head}
-        row = []
-        for c in CSV_COLUMNS:
-            if c == "quantity":
-                row.append(_qty(ln.quantity))
-            elif c == "amount":
-                row.append(fmt(ln.amount))
-            else:
-                row.append(safe_text(text[c]) or "")
-        w.writerow(row)
-    return buf.getvalue()
+    rows = ({"day": ln.day.isoformat(), "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
+             "model": ln.model, "pool": ln.pool, "provider": ln.provider, "category": ln.category, "work": ln.work,
+             "shared_from": ln.shared_from, "unit": ln.unit, "quantity": _qty(ln.quantity), "amount": fmt(ln.amount),
+             **head} for ln in data.lines)
+    return csv_text(CSV_COLUMNS, rows, numeric=("quantity", "amount"))
 
 
 def _qty(q: Decimal) -> str:
@@ -133,7 +121,7 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     wb.save(buf)
     out = buf.getvalue()
     if path is not None:
-        Path(path).write_bytes(out)
+        write_output(path, out)
     return out
 
 

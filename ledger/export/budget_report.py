@@ -2,8 +2,6 @@
 CSV (text neutralized) and rich tables."""
 from __future__ import annotations
 
-import csv
-import io
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -14,7 +12,7 @@ from rich.table import Table
 from ..allocate import CATEGORIES
 from ..budget import Budget, Comparison, CompareRow
 from ..money import fmt
-from .safe import safe_text
+from .safe import csv_text
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -87,13 +85,8 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
 
 
 def _csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: safe_text(v) if isinstance(v, str) and k not in _NUMERIC else v for k, v in r.items()})
-    return buf.getvalue()
+    """Every field quoted, text neutralized, the money and ratio columns kept numbers (ledger.outputs)."""
+    return csv_text(list(rows[0]), rows, numeric=_NUMERIC) if rows else ""
 
 
 _NUMERIC = frozenset(CATEGORIES) | {"total", "forecast", "actual", "error", "relative_error"}

@@ -11,6 +11,7 @@ from openpyxl.styles import Font
 
 from ..allocate import CATEGORIES
 from ..budget import Budget
+from .safe import write_output
 from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
                    header, put, put_formula, rng, write_provenance)
 
@@ -168,7 +169,7 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
     wb.save(buf)
     data = buf.getvalue()
     if path is not None:
-        Path(path).write_bytes(data)
+        write_output(path, data)
     return data
 
 

@@ -18,14 +18,21 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
                                                    help="FOCUS BillingAccountId"),
                billing_account_name: str = typer.Option("Inference platform", "--billing-account-name",
                                                         help="FOCUS BillingAccountName and InvoiceIssuerName")) -> None:
-    """Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows."""
+    """Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows.
+    A file that is the ledger's own DB or inside its facts folder is refused; each file is written
+    whole or not at all."""
     from .. import console, reports, runs, store
+    from .safe import OutputError, check_outputs
     from .xlsx import LocaleError, check_locale
 
     if not (xlsx or csv_file or focus):
         console.fail("give at least one of --xlsx FILE, --csv FILE, --focus FILE")
     if bool(period) == bool(run_id):
         console.fail("give either --period YYYY-MM or --run ID")
+    try:
+        check_outputs([xlsx, csv_file, focus])  # before any work: no export lands on the ledger itself
+    except OutputError as e:
+        console.fail(str(e))
     if xlsx:
         try:
             check_locale(locale)
@@ -43,6 +50,8 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
     data = reports.run_data_of_stored(stored)
     try:
         written = _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name)
+    except OutputError as e:
+        console.fail(str(e))
     except OSError as e:
         console.fail(f"cannot write the export: {e}")
     console.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
@@ -51,6 +60,7 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
 def _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name) -> list[str]:
     from .. import runs
     from . import allocation_as_csv, allocation_as_focus, allocation_as_xlsx
+    from .safe import write_output
 
     written = []
     if xlsx:
@@ -58,11 +68,11 @@ def _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account
                            path=xlsx)
         written.append(f"workbook {xlsx}")
     if csv_file:
-        csv_file.write_text(allocation_as_csv(data), encoding="utf-8", newline="")
+        write_output(csv_file, allocation_as_csv(data))
         written.append(f"lines CSV {csv_file}")
     if focus:
-        focus.write_text(allocation_as_focus(data, billing_account_id=billing_account,
-                                             billing_account_name=billing_account_name), encoding="utf-8", newline="")
+        write_output(focus, allocation_as_focus(data, billing_account_id=billing_account,
+                                                billing_account_name=billing_account_name))
         written.append(f"FOCUS 1.0 CSV {focus}")
     return written
 

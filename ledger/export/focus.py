@@ -2,15 +2,13 @@
 decimals, the ledger's dimensions as ``x_`` columns. See docs/exports.md for the column mapping."""
 from __future__ import annotations
 
-import csv
-import io
 import json
 from datetime import datetime, time, timedelta, timezone
 
 from ..allocate import Line, period_label
 from ..money import fmt
 from ..reports import RunData
-from .safe import safe_text
+from .safe import csv_text
 
 #: The columns of FOCUS 1.0 (mandatory and conditional), in the specification's order.
 FOCUS_COLUMNS = (
@@ -117,11 +115,8 @@ def focus_row(ln: Line, data: RunData, *, billing_account_id: str, billing_accou
 def allocation_as_focus(data: RunData, *, billing_account_id: str = "inference-ledger",
                         billing_account_name: str = "Inference platform") -> str:
     """FOCUS 1.0 CSV of a run: every line a row, cost columns as decimals at the ledger precision,
-    timestamps in UTC ISO 8601 with ``Z``, every text value neutralized against formulas."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for ln in data.lines:
-        row = focus_row(ln, data, billing_account_id=billing_account_id, billing_account_name=billing_account_name)
-        w.writerow([row[c] if c in DECIMAL_COLUMNS or not row[c] else safe_text(row[c]) for c in COLUMNS])
-    return buf.getvalue()
+    timestamps in UTC ISO 8601 with ``Z``, every field quoted and every text value neutralized
+    against formulas (:func:`ledger.outputs.csv_text`)."""
+    rows = (focus_row(ln, data, billing_account_id=billing_account_id, billing_account_name=billing_account_name)
+            for ln in data.lines)
+    return csv_text(COLUMNS, rows, numeric=DECIMAL_COLUMNS)

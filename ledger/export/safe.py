@@ -1,18 +1,12 @@
-"""Neutralize text that a spreadsheet would run as a formula (CSV/formula injection)."""
+"""Safe outputs for the exports: the formula escape and the guarded, atomic file writes.
+
+The code lives in :mod:`ledger.outputs` (below every stage, so that reports, checks and the
+console share it); this module re-exports it for the exporters and for callers of
+``ledger.export.safe``."""
 from __future__ import annotations
 
-#: First characters that make Excel, LibreOffice or Google Sheets read a cell as a formula
-#: (``=``, ``+``, ``-``, ``@``) or that hide one behind a tab or carriage return.
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+from ..outputs import (FORMULA_TRIGGERS, NUMBER, OutputError, atomic_output, check_output_path, check_outputs,
+                       csv_cell, csv_text, csv_writer, safe_text, write_output)
 
-
-def safe_text(value: object) -> str | None:
-    """`value` as text that no spreadsheet will evaluate: a leading formula trigger gets a single
-    quote in front (``=HYPERLINK(...)`` -> ``'=HYPERLINK(...)``), the OWASP-recommended escape.
-    None stays None. Apply it to every text cell of every workbook and CSV export, never to numbers."""
-    if value is None:
-        return None
-    text = str(value)
-    if text.startswith(FORMULA_TRIGGERS):
-        return "'" + text
-    return text
+__all__ = ["FORMULA_TRIGGERS", "NUMBER", "OutputError", "atomic_output", "check_output_path", "check_outputs",
+           "csv_cell", "csv_text", "csv_writer", "safe_text", "write_output"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_precision, get_currency_symbol
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook import Workbook
@@ -71,10 +72,11 @@ def naive_utc(at: datetime) -> datetime:
 
 
 def put(ws: Worksheet, row: int, col: int, value: object, number_format: str | None = None):
-    """Write one cell: text is neutralized (never a formula), Decimal and int stay numbers,
-    datetimes become naive UTC. Formulas go through :func:`put_formula` only."""
+    """Write one cell: text is neutralized (never a formula: :func:`ledger.outputs.safe_text`, and
+    typed as a string) with the control characters a workbook cannot hold shown as U+FFFD, Decimal
+    and int stay numbers, datetimes become naive UTC. Formulas go through :func:`put_formula` only."""
     if isinstance(value, str):
-        value = safe_text(value)
+        value = ILLEGAL_CHARACTERS_RE.sub("\ufffd", safe_text(value))
     elif isinstance(value, datetime):
         value = naive_utc(value)
         number_format = number_format or DATETIME_FORMAT

@@ -1,11 +1,23 @@
 """Per-kind row checks as SQL over read-typed columns: each check is (column, bad-condition, message).
 
-Files are read with each column in a *read type*: text for strings and timestamps (so a missing
-UTC offset can be seen), DOUBLE for whole numbers and latencies (so 1.5 tokens is caught, never
-rounded; whole numbers are exact up to 2**53), DECIMAL(38,12) for decimals (quantities, amounts). CSV is parsed by DuckDB straight into those types, and a
-value that does not parse is a reject with its line and column; JSON Lines and Parquet are read
-as text and cast, and a failed cast is a check of its own. The checks below then judge ranges,
-enums and cross-column rules on the typed values, in one vectorized pass.
+Every value is judged as it is written, never after a lossy conversion:
+
+- whole numbers (token counts, GPUs) are read as text and must be digits (``12``, or ``12.0`` as
+  pandas writes a column with gaps); they are then exact integers (HUGEINT), so ``1.5``,
+  ``1e-400``, ``NaN`` and ``2**63`` are refused, and anything above 2**53 is refused as too large
+  (every reader of the facts, DuckDB, pandas and JSON, holds whole numbers up to 2**53 exactly);
+- decimals (quantities, amounts) are read as text, their decimal places counted on the text
+  (``1.5e-10`` has 10), and then cast to DECIMAL(38,12): more places than the store keeps are
+  refused, never rounded;
+- latencies are DOUBLE measurements: finite, >= 0 and at most a week;
+- instants are text in the full ISO 8601 form with a real UTC offset (-14:00 to +14:00), between
+  the years 1900 and 9998 (a date alone, ``2026-10-15``, is not an instant);
+- names (text columns) follow :mod:`ledger.names`: at most 200 characters, no control characters.
+
+CSV is parsed by DuckDB into those read types (only latencies as DOUBLE; a value that does not
+parse is a reject with its line and column); every other text-read value is cast in SQL with a
+``<col>__castfail`` flag of its own. The checks below then judge ranges, enums and cross-column
+rules on the typed values, in one vectorized pass.
 """
 from __future__ import annotations
 
@@ -13,9 +25,20 @@ from dataclasses import dataclass
 
 from ..facts import CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES, REQUEST_STATUSES, SERVICE_TIERS
 
+from ..names import CONTROL_CLASS, MAX_NAME, sql_name_bad, sql_name_problem
+
+#: An instant as ISO 8601 writes it: date, time (seconds and fraction optional), UTC offset.
+INSTANT_RE = (r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?"
+              r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)")
 OFFSET_RE = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+MAX_OFFSET_MINUTES = 14 * 60  # the widest offset in use (Kiribati, +14:00)
+FIRST_INSTANT, END_INSTANT = "1900-01-01 00:00:00+00", "9999-01-01 00:00:00+00"
 NUM = "DECIMAL(38,12)"
-EXACT_INT_MAX = 2**53  # the largest whole number a DOUBLE holds exactly
+WHOLE = "HUGEINT"
+EXACT_INT_MAX = 2**53  # the largest whole number a DOUBLE (pandas, JSON) holds exactly
+MAX_MS = 7 * 24 * 3600 * 1000  # a latency of more than a week is a broken clock, not a request
+WHOLE_RE = r"[+-]?[0-9]+(\.0*)?"
+DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
 def q(name: str) -> str:
@@ -27,13 +50,49 @@ def lit(text: str) -> str:
 
 
 def read_type(kind: str, col: str) -> str:
-    """The type a column is read as (before the checks): VARCHAR, DECIMAL(38,12) or DOUBLE."""
+    """The type a column's value is judged in: VARCHAR (text, instants), HUGEINT (whole numbers),
+    DECIMAL(38,12) (decimals) or DOUBLE (latencies)."""
     t = {c.name: c.type for c in KINDS[kind].columns}[col]
     if t in ("VARCHAR", "TIMESTAMPTZ"):
         return "VARCHAR"
-    if t in ("DOUBLE", "BIGINT"):  # whole numbers as DOUBLE: 1.5 stays 1.5 (BIGINT would round it)
+    if t == "BIGINT":
+        return WHOLE
+    if t == "DOUBLE":
         return "DOUBLE"
     return NUM
+
+
+def file_type(kind: str, col: str) -> str:
+    """The type DuckDB's CSV reader reads a column in: DOUBLE for latencies, text for the rest
+    (whole numbers and decimals are judged on their text, see the module's docstring)."""
+    return "DOUBLE" if read_type(kind, col) == "DOUBLE" else "VARCHAR"
+
+
+def cast_sql(kind: str, col: str, text: str) -> tuple[str, str]:
+    """(value, failed) SQL for a column read as text (`text`, quoted): its value in the read type,
+    and a flag that is true when the text is present but not a value of that type."""
+    rt = read_type(kind, col)
+    present = f"({text} IS NOT NULL AND trim({text}) <> '')"
+    if rt == WHOLE:
+        ok = f"regexp_full_match(trim({text}), {lit(WHOLE_RE)})"
+        return (f"(CASE WHEN {ok} THEN TRY_CAST(split_part(trim({text}), '.', 1) AS {WHOLE}) END)",
+                f"({present} AND NOT {ok})")
+    value = f"TRY_CAST(trim({text}) AS {rt})"
+    if rt == NUM:
+        ok = f"regexp_full_match(trim({text}), {lit(DECIMAL_RE)})"
+        return f"(CASE WHEN {ok} THEN {value} END)", f"({present} AND (NOT {ok} OR {value} IS NULL))"
+    return value, f"({present} AND {value} IS NULL)"
+
+
+def places_sql(text: str) -> str:
+    """SQL: the decimal places of a number written as text (`text` matches DECIMAL_RE): the digits
+    after the point without trailing zeros, less the exponent (``1.50e-9`` has 10, ``1200e-3`` 1)."""
+    t = f"lower(trim({text}))"
+    mant = f"split_part({t}, 'e', 1)"
+    exp = f"coalesce(TRY_CAST(nullif(split_part({t}, 'e', 2), '') AS BIGINT), 0)"
+    ip = f"regexp_replace(split_part({mant}, '.', 1), '^[+-]', '')"
+    digits = f"rtrim({ip} || split_part({mant}, '.', 2), '0')"
+    return f"(length({digits}) - length({ip}) - {exp})"
 
 
 def cast_flag(col: str) -> str:
@@ -49,9 +108,16 @@ def said(col: str, text: str) -> str:
     return f"{show(col)} || {lit(' ' + text)}"
 
 
+def said_as_written(col: str, text: str) -> str:
+    """SQL message: the value as the file wrote it (its text, when it was read as text), then `text`."""
+    t = q(col + "__text")
+    return f"(CASE WHEN {t} IS NOT NULL THEN {show(col + '__text')} ELSE {show(col)} END) || {lit(' ' + text)}"
+
+
 def show(col: str) -> str:
-    """SQL rendering a value for a message: quoted, cut at 60 characters."""
-    c = f"CAST({q(col)} AS VARCHAR)"
+    """SQL rendering a value for a message: quoted, cut at 60 characters, control characters as '?'
+    (a message is one line)."""
+    c = f"regexp_replace(CAST({q(col)} AS VARCHAR), '{CONTROL_CLASS}', '?', 'g')"
     if col in _NUMERIC:  # DECIMAL(38,12) prints 12 places: show the number as written
         c = f"(CASE WHEN contains({c}, '.') THEN rtrim(rtrim({c}, '0'), '.') ELSE {c} END)"
     return f"'''' || (CASE WHEN length({c}) > 60 THEN left({c}, 57) || '...' ELSE {c} END) || ''''"
@@ -61,7 +127,7 @@ def show(col: str) -> str:
 class Check:
     """A row check: `column` it concerns, `bad` SQL condition, `message` SQL expression."""
 
-    column: str
+    column: str | None
     bad: str
     message: str
 
@@ -80,7 +146,8 @@ def blank(c: str, valid: frozenset[str] = frozenset()) -> str:
 
 
 def typed(kind: str, col: str, valid: frozenset[str] = frozenset()) -> str:
-    """SQL converting a read-typed column to its fact type (default when blank)."""
+    """SQL converting a read-typed column to its fact type (default when blank). Numbers convert with
+    TRY_CAST: a value that does not fit is a refused row already, and must not stop the pass."""
     spec = {c.name: c for c in KINDS[kind].columns}[col]
     c = q(col)
     if spec.type == "VARCHAR":
@@ -89,25 +156,55 @@ def typed(kind: str, col: str, valid: frozenset[str] = frozenset()) -> str:
         return f"(CASE WHEN {blank(col, valid)} THEN {spec.default} ELSE {c} END)"
     if spec.type == "TIMESTAMPTZ":  # TRY_CAST, as in the check: DuckDB then parses each value once
         return f"TRY_CAST({c} AS TIMESTAMPTZ)"
-    return f"CAST(coalesce({c}, {spec.default}) AS {spec.type})"
+    return f"TRY_CAST(coalesce({c}, {spec.default}) AS {spec.type})"
 
 
 def _required(c: str, valid: frozenset[str] = frozenset()) -> Check:
+    if c in _NUMERIC:  # a number read as text that did not cast is its own problem, not a missing one
+        return Check(c, f"({q(c)} IS NULL AND NOT coalesce({q(cast_flag(c))}, false))", "'required value is missing'")
     return Check(c, blank(c, valid), "'required value is missing'")
 
 
+_NAIVE_RE = INSTANT_RE[:INSTANT_RE.rindex("(Z|z")]
+_OFFSET_PARTS = r"([+-])([0-9]{2}):?([0-9]{2})?$"
+
+
+def _in_range(c: str) -> Check:
+    v = f"TRY_CAST({q(c)} AS TIMESTAMPTZ)"
+    return Check(c, f"({v} < TIMESTAMPTZ {lit(FIRST_INSTANT)} OR {v} >= TIMESTAMPTZ {lit(END_INSTANT)})",
+                 said(c, "is outside the years 1900 to 9998 (UTC)"))
+
+
+#: The common shape, UTC written as Z with whole seconds or a fraction: judged by one regular
+#: expression with no offset to take apart.
+_INSTANT_Z_RE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z"
+
+
 def _timestamp(c: str, required: bool = True, valid: frozenset[str] = frozenset()) -> list[Check]:
+    """An instant as text: one check of its form (naive, not ISO 8601, an offset no place uses), one
+    that it exists (no 31 November) and one of its range. The form costs one regular expression
+    per value in the common case (``...Z``); the message, only for bad rows, tells which it is."""
     x = q(c)
-    if c in valid:  # an instant read from a typed column (with its time zone): only missing is wrong
-        return [_required(c, valid)] if required else []
+    if c in valid:  # an instant read from a typed column (with its time zone): missing or out of range
+        return ([_required(c, valid)] if required else []) + [_in_range(c)]
     present = f"NOT {blank(c)}"
+    t = f"trim({x})"
+    shaped = f"regexp_full_match({t}, {lit(INSTANT_RE)})"
+    hours = f"TRY_CAST(regexp_extract({t}, {lit(_OFFSET_PARTS)}, 2) AS INTEGER)"
+    minutes = f"coalesce(TRY_CAST(nullif(regexp_extract({t}, {lit(_OFFSET_PARTS)}, 3), '') AS INTEGER), 0)"
+    offset_ok = f"(ends_with({t}, 'Z') OR ends_with({t}, 'z') OR ({minutes} <= 59 AND {hours} * 60 + {minutes} <= {MAX_OFFSET_MINUTES}))"
+    good = f"(CASE WHEN regexp_full_match({x}, {lit(_INSTANT_Z_RE)}) THEN true ELSE {shaped} AND {offset_ok} END)"
+    message = (f"(CASE WHEN regexp_full_match({t}, {lit(_NAIVE_RE)}) THEN "
+               f"{said(c, 'has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z')} "
+               f"WHEN NOT {shaped} THEN "
+               f"{said(c, 'is not an ISO 8601 instant (date, time and UTC offset, e.g. 2026-10-01T12:00:00Z)')} "
+               f"ELSE {said(c, 'has a UTC offset that no place uses (offsets run from -14:00 to +14:00)')} END)")
     out = [_required(c)] if required else []
     out += [
-        # CASE, not OR: the regular expression runs only for values that do not end in Z.
-        Check(c, f"{present} AND (CASE WHEN ends_with({x}, 'Z') THEN false "
-                 f"ELSE NOT regexp_matches(trim({x}), {lit(OFFSET_RE)}) END)",
-              said(c, "has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z")),
-        Check(c, f"{present} AND TRY_CAST({x} AS TIMESTAMPTZ) IS NULL", said(c, "is not an ISO 8601 timestamp")),
+        Check(c, f"{present} AND NOT {good}", message),
+        Check(c, f"{present} AND {good} AND TRY_CAST({x} AS TIMESTAMPTZ) IS NULL",
+              said(c, "is not a date and time that exists")),
+        _in_range(c),
     ]
     return out
 
@@ -116,27 +213,30 @@ def _int(c: str, required: bool, minimum: int = 0) -> list[Check]:
     x = q(c)
     out = [_required(c)] if required else []
     out += [
-        Check(c, f"{x} < {minimum}", said(c, "is negative") if minimum == 0 else said(c, f"must be at least {minimum}")),
-        Check(c, f"{x} <> floor({x})", said(c, "is not a whole number")),
-        Check(c, f"{x} > {EXACT_INT_MAX}", said(c, f"is too large (more than {EXACT_INT_MAX})")),
+        Check(c, f"{x} < {minimum}", said_as_written(c, "is negative") if minimum == 0 else said_as_written(c, f"must be at least {minimum}")),
+        Check(c, f"{x} > {EXACT_INT_MAX}", said_as_written(c, f"is too large (at most 2^53 = {EXACT_INT_MAX})")),
     ]
     return out
 
 
 def _decimal(c: str, required: bool, scale: int) -> list[Check]:
-    x = q(c)
+    """Decimal places counted on the text as written (a typed Parquet DECIMAL, read without text,
+    on its value: its scale is at most 12, so the value is exact)."""
+    x, t = q(c), q(c + "__text")
     out = [_required(c)] if required else []
     out += [
-        Check(c, f"{x} < 0", said(c, "is negative")),
-        Check(c, f"{x} <> round({x}, {scale})", said(c, f"has more than {scale} decimal places")),
-        Check(c, f"abs({x}) >= 1e{38 - scale - 1}", said(c, "is too large")),
+        Check(c, f"{x} < 0", said_as_written(c, "is negative")),
+        Check(c, f"(CASE WHEN {t} IS NULL THEN {x} <> round({x}, {scale}) ELSE {places_sql(t)} > {scale} END)",
+              said_as_written(c, f"has more than {scale} decimal places (the ledger keeps {scale}; it never rounds)")),
+        Check(c, f"abs({x}) >= 1e{38 - scale - 1}", said_as_written(c, "is too large")),
     ]
     return out
 
 
 def _number(c: str) -> list[Check]:
     x = q(c)
-    return [Check(c, f"({x} < 0 OR NOT isfinite({x}))", said(c, "must be a finite number >= 0"))]
+    return [Check(c, f"({x} < 0 OR NOT isfinite({x}) OR {x} > {MAX_MS})",
+                  said(c, f"must be a number of milliseconds from 0 to {MAX_MS} (a week)"))]
 
 
 def _enum(c: str, values: tuple[str, ...], valid: frozenset[str] = frozenset(),
@@ -151,7 +251,7 @@ def _enum(c: str, values: tuple[str, ...], valid: frozenset[str] = frozenset(),
 
 def _le(small: str, big: str) -> Check:
     s, b = q(small), q(big)
-    return Check(small, f"{s} > {b} AND {b} >= 0", f"'{small} ' || CAST({s} AS BIGINT) || ' is more than {big} ' || CAST({b} AS BIGINT)")
+    return Check(small, f"{s} > {b} AND {b} >= 0", f"'{small} ' || CAST({s} AS VARCHAR) || ' is more than {big} ' || CAST({b} AS VARCHAR)")
 
 
 #: Cached reads and both kinds of cache writes are disjoint parts of a request's input tokens.
@@ -166,10 +266,10 @@ def _input_parts() -> list[Check]:
     parts = [f"coalesce({q(c)}, 0)" for c in INPUT_PARTS]
     total = " + ".join(parts)
     inp = q("input_tokens")
-    sane = " AND ".join(f"{x} >= 0 AND {x} = floor({x})" for x in (inp, *parts))
+    sane = " AND ".join(f"{x} >= 0 AND {x} <= {EXACT_INT_MAX}" for x in (inp, *parts))
     over = f"{total} > {inp} AND {sane} AND {parts[0]} <= {inp}"  # rarely true first: the rest is seldom evaluated
-    msg = ("'" + " + ".join(f"{c} ' || CAST({p} AS BIGINT) || '" for c, p in zip(INPUT_PARTS, parts))
-           + f" = ' || CAST({total} AS BIGINT) || ' is more than input_tokens ' || CAST({inp} AS BIGINT) || "
+    msg = ("'" + " + ".join(f"{c} ' || CAST({p} AS VARCHAR) || '" for c, p in zip(INPUT_PARTS, parts))
+           + f" = ' || CAST({total} AS VARCHAR) || ' is more than input_tokens ' || CAST({inp} AS VARCHAR) || "
            "' (cached reads and cache writes are disjoint parts of the input)'")
     w5, w1h = parts[1], parts[2]
     return [Check("cache_write_input_tokens", f"{over} AND {w5} > 0", msg),
@@ -181,13 +281,45 @@ def _ts_order(start: str, end: str) -> Check:
                  f"'{end} ' || trim({q(end)}) || ' is not after {start} ' || trim({q(start)})")
 
 
-def cast_checks(kind: str) -> list[Check]:
-    """For text-read formats (JSON Lines, Parquet): a value that is not a number where one is needed."""
+def cast_checks(kind: str, fmt: str) -> list[Check]:
+    """A value read as text that is not a number of its column's type (CSV reads latencies as DOUBLE
+    itself: a bad one is a reject there)."""
+    what = {WHOLE: "a whole number", NUM: "a decimal number", "DOUBLE": "a number"}
     out = []
     for c in KINDS[kind].columns:
-        if read_type(kind, c.name) != "VARCHAR":
-            what = "a number" if read_type(kind, c.name) == "DOUBLE" else "a decimal number"
-            out.append(Check(c.name, q(cast_flag(c.name)), f"'''' || {q(c.name + '__text')} || ''' is not {what}'"))
+        rt = read_type(kind, c.name)
+        if rt != "VARCHAR" and not (fmt == "csv" and file_type(kind, c.name) != "VARCHAR"):
+            out.append(Check(c.name, q(cast_flag(c.name)), f"{show(c.name + '__text')} || ' is not {what[rt]}'"))
+    return out
+
+
+def jsonl_checks(kind: str) -> list[Check]:
+    """JSON Lines only: the object's own problems (see opening.jsonl_row_problem) and values of the
+    wrong JSON type (an object, a list or true/false where text or a number goes; a fractional
+    number where text goes, whose digits DuckDB would rewrite; a whole number is taken as its digits)."""
+    out = [Check(None, "_jsonl_problem IS NOT NULL", "_jsonl_problem")]
+    kinds = "(CASE {j} WHEN 'OBJECT' THEN 'an object' WHEN 'ARRAY' THEN 'a list' WHEN 'BOOLEAN' THEN 'true/false' " \
+            "ELSE 'a number' END)"
+    for c in KINDS[kind].columns:
+        j = q(c.name + "__jtype")
+        text = read_type(kind, c.name) == "VARCHAR"
+        wrong = ("'OBJECT', 'ARRAY', 'BOOLEAN', 'DOUBLE'" if text
+                 else "'OBJECT', 'ARRAY', 'BOOLEAN'")
+        out.append(Check(c.name, f"{j} IN ({wrong})",
+                         f"'is ' || {kinds.format(j=j)} || ' in JSON: expected {'text' if text else 'a number'}'"))
+    return out
+
+
+def name_checks(kind: str) -> list[Check]:
+    """The name rule for the text columns not judged on their distinct values (ids, descriptions):
+    the categories are (see the ingest's value checks)."""
+    spec = KINDS[kind]
+    out = []
+    for c in spec.columns:
+        if c.type == "VARCHAR" and c.name not in spec.categories:
+            limit = 1000 if c.name == "description" else MAX_NAME
+            out.append(Check(c.name, sql_name_bad(q(c.name), max_length=limit),
+                             f"{show(c.name)} || ' ' || {sql_name_problem(q(c.name), max_length=limit)}"))
     return out
 
 
@@ -232,4 +364,4 @@ def checks(kind: str, valid: frozenset[str] = frozenset()) -> list[Check]:
                      said("allocate", "is not one of even, by_cost, by_tokens, none, tenant:<name>"))]
     else:
         raise KeyError(kind)
-    return out
+    return out + name_checks(kind)

@@ -17,13 +17,13 @@ from sqlmodel import select
 from .. import config, facts, store
 from ..models import IngestBatch, Pool
 from . import enums, opening
-from .checks import cast_checks, checks, lit, q
+from .checks import cast_checks, checks, jsonl_checks, lit, q
 from .dedupe import _already_ingested, _dedupe
 from .opening import _digests_in_background, _open_sources, _read_select
 from .records import (ADJUSTABLE, MAX_PROBLEMS, FileReport, IngestError, IngestResult, Problem, _first_line,
                       _reject_problem, _Source)
-from .rows import _any_bad, _row_problems, _summary, _value_checks
-from .staging import _booked_sql, _copy, _pass_sql, _pq, _typed_cols, _watch
+from .rows import _any_bad, _row_problems, _summary, _value_checks, lines_at_bytes
+from .staging import _booked_sql, _copy, _pass_sql, _typed_cols, _watch
 
 
 @contextmanager
@@ -100,7 +100,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
 
 def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment, step, on_progress) -> IngestResult:
     spec = facts.KINDS[kind]
-    sources = _open_sources(con, kind, paths, fmt)
+    sources = _open_sources(con, kind, paths, fmt, link_dir=home / "facts" / "_tmp" / "links")
     if _already_ingested(s, kind, sources):
         # Every file is byte for byte one whose rows a committed batch holds in full: nothing to add.
         rows = sum(x.rows for x in sources)
@@ -128,7 +128,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     digests = _digests_in_background([x.path for x in sources])
     for i, src in enumerate(sources):
         step(f"reading {src.label}")
-        row_checks = base_checks if src.fmt == "csv" else cast_checks(kind) + base_checks
+        row_checks = cast_checks(kind, src.fmt) + base_checks + (jsonl_checks(kind) if src.fmt == "jsonl" else [])
         bad = _any_bad(row_checks)
         out = staging / f"{i}.parquet"
         rejects = None
@@ -140,7 +140,8 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                 as_enum = frozenset(domains)
                 all_names = as_enum >= set(spec.categories) & set(src.columns)
                 with _watch(con, on_progress):
-                    _copy(con, _pass_sql(body, _typed_cols(kind, as_enum), _any_bad(checks(kind, as_enum)), booked),
+                    _copy(con, _pass_sql(body, _typed_cols(kind, as_enum),
+                                         _any_bad(cast_checks(kind, "csv") + checks(kind, as_enum)), booked),
                           out, text_dictionaries=not all_names)
                 rejects = []
             except duckdb.Error:
@@ -151,20 +152,23 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                 direct = opening.parquet_direct(kind, src.types)
                 instants = frozenset(c.name for c in spec.columns if c.name in direct and c.type == "TIMESTAMPTZ")
                 body = _read_select(kind, src, None, with_line=False, direct=direct)
-                pass_typed, pass_bad = _typed_cols(kind, instants), _any_bad(cast_checks(kind) + checks(kind, instants))
+                pass_typed, pass_bad = (_typed_cols(kind, instants),
+                                        _any_bad(cast_checks(kind, "parquet") + checks(kind, instants)))
             else:
                 body, pass_typed, pass_bad = _read_select(kind, src, f"rej{i}", with_line=False), typed_cols, bad
             try:
                 with _watch(con, on_progress):
                     _copy(con, _pass_sql(body, pass_typed, pass_bad, booked), out)
-                rejects = con.execute(f"SELECT line, column_name, error_type, error_message FROM rej{i} ORDER BY line"
-                                      ).fetchall() if src.fmt == "csv" else []
+                rejects = con.execute(f"SELECT line_byte_position, column_name, error_type, error_message FROM rej{i} "
+                                      "ORDER BY line_byte_position").fetchall() if src.fmt == "csv" else []
             except duckdb.Error as e:
                 problems.append(Problem(src.label, None, None, f"cannot read: {_first_line(e)}"))
                 continue
         if rejects:  # the file does not parse: say where; other checks wait until it does
             total_bad += len(rejects)
-            problems += [_reject_problem(src.label, *r) for r in rejects[:MAX_PROBLEMS]]
+            shown = rejects[:MAX_PROBLEMS]  # DuckDB's byte positions count from 1
+            at = lines_at_bytes(src.path, [max(int(r[0] or 1) - 1, 0) for r in shown])
+            problems += [_reject_problem(src.label, at[max(int(r[0] or 1) - 1, 0)], *r[1:]) for r in shown]
             continue
         src.rows, n_bad, src.values, src.months = _summary(con, kind, out)
         if src.rows == 0:
@@ -193,7 +197,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     problems = []
     if unknown and not register_new:
         problems += [Problem(", ".join(x.label for x in sources), None, d,
-                             f"unknown {d}{'s' if len(v) > 1 else ''}: {', '.join(v)} (register with "
+                             f"{'unknown ' + d if len(v) == 1 else f'{len(v)} unknown {d}s'}: {_some(v)} (register with "
                              f"`ledger dims add {d} NAME` or `ledger dims import`, or ingest with --register-new)")
                      for d, v in unknown.items()]
     if hit and not as_adjustment:
@@ -238,11 +242,10 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     shutil.rmtree(staging, ignore_errors=True)
     step("committing")
     try:
-        registered = {}
-        for d, names in unknown.items():
-            registered[d] = [n for n in names if store.add_dim(s, kind=d, name=n)]
+        registered = {d: store.add_dims(s, kind=d, names=names) for d, names in unknown.items()}
         if kind == "fleet" and moved:
-            for (pool,) in con.execute(f"SELECT DISTINCT pool FROM {_pq(moved[0])}").fetchall():
+            written = ", ".join(lit(str(m)) for m in moved)
+            for (pool,) in con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}])").fetchall():
                 if s.get(Pool, pool) is None:
                     s.add(Pool(name=pool, display_name=pool))
         first, last = _extent(con, kind, moved)
@@ -259,6 +262,12 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     return IngestResult(kind=kind, batch_id=batch_id, files=files, rows_read=rows_read, rows_new=new_rows,
                         rows_duplicate=dup_rows, as_adjustment=bool(booked_period),
                         booked_period=booked_period, registered=registered)
+
+
+def _some(names: list[str], shown: int = 10) -> str:
+    """The first `shown` names, and how many more: a refusal is a line, not a file of names."""
+    head = ", ".join(names[:shown])
+    return head if len(names) <= shown else f"{head} and {len(names) - shown} more"
 
 
 def _files_json(sources: list[_Source]) -> str:
@@ -299,10 +308,10 @@ def undo_batch(s, batch_id: str) -> IngestBatch:
     b = s.get(IngestBatch, batch_id)
     if b is None:
         raise store.StoreError(f"no batch {batch_id}")
-    months = set()
+    months = set()  # the month it was booked into and every month its rows count in
     if b.booked_period:
         months.add(b.booked_period)
-    elif b.first_at and b.last_at:
+    if b.first_at and b.last_at:
         months.update(store.months_between(b.first_at, b.last_at))
     closed = store.closed_periods(s, sorted(months))
     if closed:

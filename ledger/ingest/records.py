@@ -87,6 +87,14 @@ class _Source:
     rows: int = 0
     months: set[str] = field(default_factory=set)
     values: dict[str, list[str]] = field(default_factory=dict)
+    #: The path DuckDB reads: `path` itself, or a link to it with a plain name when `path` holds a
+    #: character DuckDB would take as a glob (``*``, ``?``, ``[``, ``{``): a path is a path.
+    read_path: Path | None = None
+    newlines: int = 0  # line ends in the file (CSV and JSON Lines), counted with its digest
+
+    def __post_init__(self) -> None:
+        if self.read_path is None:
+            self.read_path = self.path
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,20 +1,23 @@
 """Stage 2, row checks: the bad-row flag of a pass, checks on distinct values, and the problems of bad rows."""
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 from babel.numbers import list_currencies
 
-from .. import facts, store, units
-from .checks import Check, lit, q, said
-from .opening import _read_select
-from .records import MAX_PROBLEMS, Problem, _Source
+from .. import facts, names, store, units
+from .checks import Check, lit, q, said, show
+from .opening import _read_select, line_ends
+from .records import MAX_LINE_BYTES, MAX_PROBLEMS, Problem, _Source
 from .staging import _pq
 
 
 def _any_bad(row_checks: list[Check]) -> str:
-    """SQL true for a row that fails any of `row_checks`."""
-    return " OR ".join(f"({c.bad})" for c in row_checks)
+    """SQL true for a row that fails any of `row_checks`, else false (never NULL: a check on a
+    missing value is NULL, and that row passes it)."""
+    return "coalesce(" + " OR ".join(f"({c.bad})" for c in row_checks) + ", false)"
 
 
 def _summary(con, kind: str, staged: Path) -> tuple[int, int, dict[str, list[str]], set[str]]:
@@ -22,28 +25,40 @@ def _summary(con, kind: str, staged: Path) -> tuple[int, int, dict[str, list[str
     are checked as a set, the months the rows touch from first to last instant)."""
     spec = facts.KINDS[kind]
     first, last = spec.dated_by[0], spec.dated_by[-1]
-    hi = f"max({q(last)})" + (" - INTERVAL 1 MICROSECOND" if len(spec.dated_by) == 2 else "")
+    hi = f"max({q(last)}) FILTER (WHERE NOT _bad)" + (" - INTERVAL 1 MICROSECOND" if len(spec.dated_by) == 2 else "")
     dist = _distinct_columns(kind)
     lists = "".join(f", list(DISTINCT {q(c)}::VARCHAR) FILTER (WHERE {q(c)} IS NOT NULL)" for c in dist)
     rows, n_bad, lo, up, *values = con.execute(
-        f"SELECT count(*), count(*) FILTER (WHERE _bad), min({q(first)}), {hi}{lists} FROM {_pq(staged)}").fetchone()
+        f"SELECT count(*), count(*) FILTER (WHERE _bad), min({q(first)}) FILTER (WHERE NOT _bad), {hi}{lists} "
+        f"FROM {_pq(staged)}").fetchone()
     months = set(store.months_between(lo, up)) if lo is not None else set()
     return rows, n_bad, {c: sorted(v or []) for c, v in zip(dist, values)}, months
 
 
 def _distinct_columns(kind: str) -> list[str]:
-    return {"requests": ["tenant", "product"], "meters": ["tenant", "product", "unit"],
-            "outcomes": ["tenant", "product"], "fleet": [], "charges": ["currency", "allocate"]}[kind]
+    """The columns judged on their distinct values: the names (categories) of the kind."""
+    return list(facts.KINDS[kind].categories)
+
+
+MAX_LISTED = 1000  # bad distinct values put in one check (the refusal counts rows; it lists 50)
+
+
+def _in(col: str, values: list[str]) -> str:
+    return f"{q(col)} IN ({', '.join(lit(v) for v in values[:MAX_LISTED])})"
 
 
 def _value_checks(kind: str, values: dict) -> list[Check]:
-    """Checks on distinct values: names with white space around them, pint units, ISO 4217 currencies."""
+    """Checks on distinct values: the name rule (ledger.names: length, control characters), tenant
+    and product names with white space around them, pint units, ISO 4217 currencies."""
     out = []
+    for col in _distinct_columns(kind):
+        broken = [v for v in values.get(col) or [] if v.strip() and names.unsafe(v)]
+        if broken:
+            out.append(Check(col, _in(col, broken), f"{show(col)} || ' ' || {names.sql_name_problem(q(col))}"))
     for col in ("tenant", "product"):
         spaced = [v for v in values.get(col) or [] if v != v.strip()]
         if spaced:
-            out.append(Check(col, f"{q(col)} IN ({', '.join(lit(v) for v in spaced)})",
-                             said(col, "has white space around it (or is only white space)")))
+            out.append(Check(col, _in(col, spaced), said(col, "has white space around it (or is only white space)")))
     if kind == "meters":
         bad = []
         for u in values.get("unit") or []:
@@ -68,9 +83,93 @@ def _row_problems(con, kind: str, src: _Source, row_checks: list[Check]) -> tupl
     body = _read_select(kind, src, None, with_line=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE _bad AS SELECT * FROM ({body}) WHERE "
                 + _any_bad(row_checks))
-    parts = [f"SELECT _line, {i} AS k, {lit(c.column)} AS col, CAST({c.message} AS VARCHAR) AS msg FROM _bad WHERE {c.bad}"
-             for i, c in enumerate(row_checks)]
+    parts = [f"SELECT _line, {i} AS k, {lit(c.column) if c.column else 'NULL'} AS col, "
+             f"CAST({c.message} AS VARCHAR) AS msg FROM _bad WHERE {c.bad}" for i, c in enumerate(row_checks)]
     union = " UNION ALL ".join(parts)
     total = con.execute(f"SELECT count(*) FROM ({union})").fetchone()[0]
     rows = con.execute(f"SELECT _line, col, msg FROM ({union}) ORDER BY _line, k LIMIT {MAX_PROBLEMS}").fetchall()
-    return [Problem(src.label, int(line), col, msg) for line, col, msg in rows], total
+    lines = physical_lines(src, [int(r[0]) for r in rows])
+    return [Problem(src.label, lines.get(int(line), int(line)), col, msg) for line, col, msg in rows], total
+
+
+def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
+    """The line of the file where each record starts, for record numbers as the pass counts them
+    (CSV: the header is 1, the first data row 2; JSON Lines: the first object 1; Parquet: rows,
+    kept as they are). The pass counts records, and a blank line or a quoted field holding a line
+    break makes records and lines differ: when the file has as many line ends as records the two
+    agree; otherwise the file is read once more with Python's csv module (or line by line), which
+    counts lines as DuckDB's reader ends them (LF, CRLF, a lone CR)."""
+    if src.fmt == "parquet" or not numbers:
+        return {n: n for n in numbers}
+    with src.path.open("rb") as fh:
+        ends, last = 0, b""
+        while chunk := fh.read(1 << 22):
+            ends += line_ends(last[-1:] + chunk) - line_ends(last[-1:])
+            last = chunk
+    lines = ends + (0 if last.endswith((b"\n", b"\r")) else 1)
+    records = src.rows + (1 if src.fmt == "csv" else 0)
+    if lines == records:
+        return {n: n for n in numbers}
+    want, out = set(numbers), {}
+    if src.fmt == "csv":
+        limit = csv.field_size_limit()
+        csv.field_size_limit(max(limit, MAX_LINE_BYTES + 1))
+        try:
+            with src.path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:
+                reader, n, before = csv.reader(fh), 0, 0
+                for rec in reader:
+                    if rec:
+                        n += 1
+                        if n in want:
+                            out[n] = before + 1
+                            if len(out) == len(want):
+                                break
+                    before = reader.line_num
+        finally:
+            csv.field_size_limit(limit)
+        return out
+    with src.path.open("rb") as fh:
+        n = 0
+        for i, line in enumerate(_lines(fh), start=1):
+            if line.strip():
+                n += 1
+                if n in want:
+                    out[n] = i
+                    if len(out) == len(want):
+                        break
+    return out
+
+
+def _lines(fh):
+    """Lines of a binary file ended by LF, CRLF or a lone CR."""
+    rest = b""
+    while chunk := fh.read(1 << 22):
+        data, hold = rest + chunk, b""
+        if data.endswith(b"\r"):  # may be the first half of a CRLF: decided with the next chunk
+            data, hold = data[:-1], b"\r"
+        parts = re.split(rb"\r\n|\n|\r", data)
+        rest = parts.pop() + hold
+        yield from parts
+    if rest:
+        yield rest.rstrip(b"\r")
+
+
+def lines_at_bytes(path: Path, positions: list[int]) -> dict[int, int]:
+    """The line number of the record starting at each 0-based byte position of a file (DuckDB's
+    position of a record may point at blank lines before it: they are stepped over)."""
+    out, ends, done, last = {}, 0, 0, b""
+    with path.open("rb") as fh:
+        for p0 in sorted(set(positions)):
+            fh.seek(p0)
+            ahead = fh.read(1 << 16)
+            p = p0 + len(ahead) - len(ahead.lstrip(b"\r\n"))
+            fh.seek(done)
+            while done < p:
+                data = fh.read(min(1 << 22, p - done))
+                if not data:
+                    break
+                ends += line_ends(last + data) - line_ends(last)  # a CRLF across reads counts once
+                last = data[-1:]
+                done += len(data)
+            out[p0] = ends + 1
+    return out

@@ -1,4 +1,4 @@
-"""Commands of the price books: `pricebook check`, `load` and `show`."""
+"""Commands of the price books: `pricebook check`, `load`, `show` and `import genai-prices`."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -7,12 +7,13 @@ from typing import List, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from .. import store
 from ..console import Ledger, fail, out, parse_instant, print_json
 from . import PriceIndex, cross_book_problems, default_paths, load_books
 
-pricebook_app = typer.Typer(help="Dated price books: check, load, show.", no_args_is_help=True)
+pricebook_app = typer.Typer(help="Dated price books: check, load, show, import.", no_args_is_help=True)
 
 
 def _paths(paths: Optional[List[Path]]) -> list[Path]:
@@ -45,7 +46,7 @@ def pricebook_load(paths: Optional[List[Path]] = typer.Argument(None, help="file
         except store.StoreError as e:
             fail(str(e))
     for r in results:
-        out.print(f"{r.ref}: {r.status}")
+        out.print(f"{r.ref}: {r.status}", markup=False)  # a book's name is never markup
 
 
 def _cross_with_stored(stored, new) -> list[str]:
@@ -82,10 +83,38 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
     t = Table("meter", "sku", "region", "option", "provider", "price", "per", "from", "to", "book",
               title=f"prices in force at {when.isoformat()} ({len(rows)})")
     for r in rows:
-        t.add_row(r["meter"], r["sku"], r["region"], r["purchase_option"], r["provider"],
-                  f"{r['price']} {r['currency']}", r["per"], r["effective_from"][:10], (r["effective_to"] or "")[:10],
-                  f"{r['book']}@{r['version']}")
+        t.add_row(*map(Text, (r["meter"], r["sku"], r["region"], r["purchase_option"], r["provider"],
+                              f"{r['price']} {r['currency']}", r["per"], r["effective_from"][:10],
+                              (r["effective_to"] or "")[:10], f"{r['book']}@{r['version']}")))  # names are never markup
     out.print(t)
+
+
+import_app = typer.Typer(help="Write price books from a maintained price list.", no_args_is_help=True)
+pricebook_app.add_typer(import_app, name="import")
+
+
+@import_app.command("genai-prices")
+def pricebook_import_genai_prices(
+        providers: str = typer.Option("openai,anthropic,google", "--providers",
+                                      help="genai-prices provider ids, comma-separated"),
+        out_dir: Path = typer.Option(Path("pricebooks"), "--out", help="folder to write the books to"),
+        as_json: bool = typer.Option(False, "--json", help="what was written, as JSON")) -> None:
+    """One dated book per provider from the genai-prices package's bundled data (no network)."""
+    from ..outputs import OutputError
+    from .genai_prices import GenaiPricesError, build_books, write_books
+
+    try:
+        books = build_books(providers.split(","), on=datetime.now(timezone.utc).date())
+        paths = write_books(books, out_dir)
+    except (GenaiPricesError, OutputError) as e:
+        fail(str(e))
+    rows = [b.summary(p) for b, p in zip(books, paths)]
+    if as_json:
+        print_json({"books": rows})
+        return
+    for r in rows:
+        out.print(f"{r['book']}@{r['version']}: {r['entries']} prices for {r['skus']} model names -> {r['file']}",
+                  markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,25 +1,70 @@
-"""Parse and validate one price book's TOML text into a Book, with one Problem per fault."""
+"""Parse and validate one price book's TOML text into a Book, with one Problem per fault.
+
+Every name-like field follows the ledger's names rule (:mod:`ledger.names`) with the length of its
+column in the store (``records.BOOK_FIELD_LIMITS``, ``PRICE_FIELD_LIMITS``), free text has no NUL,
+and amounts fit the store's money columns, so a book that parses loads the same on SQLite and
+PostgreSQL and never meets a database error."""
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import date, datetime, time, timezone
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 from babel.numbers import list_currencies
 
 from .. import units
 from ..money import MoneyError, quantize, to_decimal
-from .records import (EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate,
-                      Price, Problem, Tier, price_label)
+from ..names import CONTROL_CLASS, name_problem
+from .records import (BOOK_FIELD_LIMITS, EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, MONEY_INTEGER_DIGITS,
+                      MONEY_PLACES, PRICE_FIELD_LIMITS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate, Price, Problem, Tier,
+                      price_label)
 
 _CURRENCIES = frozenset(list_currencies())
 _BOOK_FIELDS = {"name", "version", "currency", "source", "retrieved_at", "description"}
 _PRICE_FIELDS = {"meter", "sku", "region", "purchase_option", "provider", "price", "currency", "per",
                  "effective_from", "effective_to", "source_url", "description", "tiers", "upfront", "term"}
 _FX_FIELDS = {"from", "to", "rate", "effective_from", "effective_to", "source_url"}
+_CONTROL = re.compile(CONTROL_CLASS)
+_MONEY_SCALE = Decimal(1).scaleb(-MONEY_PLACES)
+_MONEY_BOUND = Decimal(10) ** MONEY_INTEGER_DIGITS
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    """A value as a problem line may print it: cut after `limit` characters, control characters and
+    lone surrogates escaped (a NUL or a line break never reaches the terminal raw)."""
+    cut = value if len(value) <= limit else value[:limit] + "…"
+    cut = cut.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], cut)
+
+
+def _name_field(value: str, what: str, limit: int) -> str | None:
+    """A problem line for a name-like field that breaks the names rule or its column's length."""
+    p = name_problem(value, max_length=limit)
+    return f"{what}: {p}" if p else None
+
+
+def _free_text(value: object, what: str) -> str | None:
+    """Free text (source, source_url, description) is kept as written, except a NUL, which
+    PostgreSQL cannot store in text."""
+    if isinstance(value, str) and "\x00" in value:
+        return f"{what}: contains a NUL byte (at character {value.index(chr(0)) + 1})"
+    return None
+
+
+def _storable(value: Decimal, what: str) -> str | None:
+    """Why the store's money columns (NUMERIC(38, 12)) cannot hold `value`, or None."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+        if abs(value) >= _MONEY_BOUND:
+            return f"{what} {value} is too large to store (at most {MONEY_INTEGER_DIGITS} digits before the point)"
+        if value != value.quantize(_MONEY_SCALE):
+            return (f"{what} {value} has more than {MONEY_PLACES} decimal places "
+                    f"(the ledger stores at most {MONEY_PLACES})")
+    return None
 
 
 def _instant(value: object) -> datetime | str:
@@ -27,7 +72,10 @@ def _instant(value: object) -> datetime | str:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             return "timestamp has no UTC offset (write e.g. 2026-10-01T00:00:00Z)"
-        return value.astimezone(timezone.utc)
+        try:
+            return value.astimezone(timezone.utc)
+        except OverflowError:
+            return f"{value.isoformat()} is out of range once moved to UTC"
     if isinstance(value, date):
         return datetime.combine(value, time(0), tzinfo=timezone.utc)
     if isinstance(value, str):
@@ -43,9 +91,10 @@ def _decimal(value: object, what: str) -> Decimal | str:
     if isinstance(value, float):
         return f"{what} {value!r} is a TOML float; write it as a string (\"{value}\") so it stays exact"
     try:
-        return to_decimal(value, what=what)
+        d = to_decimal(value, what=what)
     except MoneyError as e:
         return str(e)
+    return _storable(d, what) or d
 
 
 def parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
@@ -55,6 +104,13 @@ def parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
     def err(entry: str, msg: str) -> None:
         problems.append(Problem(path, entry, msg))
 
+    for what, value in (("file name", path), ("text", text)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            path = path.encode("utf-8", "backslashreplace").decode("utf-8")
+            err("", f"the {what} is not UTF-8 (a lone surrogate at character {e.start + 1})")
+            return None, problems
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -73,9 +129,17 @@ def parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
             err("[book]", f"missing required field {k!r}")
     name = str(head.get("name", ""))
     version = str(head.get("version", ""))
+    for field, value in (("name", name), ("version", version)):
+        msg = field in head and _name_field(value, field, BOOK_FIELD_LIMITS[field])
+        if msg:
+            err("[book]", msg)
+    for field in ("source", "description"):
+        msg = _free_text(head.get(field), field)
+        if msg:
+            err("[book]", msg)
     currency = head.get("currency", "")
-    if "currency" in head and currency not in _CURRENCIES:
-        err("[book]", f"currency {currency!r} is not an ISO 4217 code")
+    if "currency" in head and (not isinstance(currency, str) or currency not in _CURRENCIES):
+        err("[book]", f"currency {_shown(repr(currency))} is not an ISO 4217 code")
     retrieved = head.get("retrieved_at")
     if "retrieved_at" in head and not isinstance(retrieved, date):
         err("[book]", f"retrieved_at {retrieved!r} is not a date")
@@ -121,7 +185,7 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     if not isinstance(raw, dict):
         err(f"price[{i}]", "is not a table")
         return None
-    label = price_label(*(str(raw.get(k, "*" if k in ("region", "purchase_option", "provider") else "?"))
+    label = price_label(*(_shown(str(raw.get(k, "*" if k in ("region", "purchase_option", "provider") else "?")))
                           for k in ("meter", "sku", "region", "purchase_option", "provider")))
     where = f"price[{i}] {label}"
     bad = False
@@ -145,11 +209,24 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     for what, value in (("region", region), ("purchase_option", option), ("provider", provider)):
         if not value.strip():
             fail(f"{what} is empty (write \"*\" for any)")
+    for what, value in (("meter", meter), ("sku", sku), ("region", region), ("purchase_option", option),
+                        ("provider", provider), ("per", str(raw["per"])), ("term", str(raw.get("term", "*")))):
+        if what in ("region", "purchase_option", "provider") and not value.strip():
+            continue  # said above
+        msg = _name_field(value, what, PRICE_FIELD_LIMITS[what])
+        if msg:
+            fail(msg)
+    for what in ("source_url", "description"):
+        msg = _free_text(raw.get(what), what)
+        if msg:
+            fail(msg)
+    if bad:  # a name the store cannot hold: the checks below would only repeat it
+        return None
     for msg in _unused(meter, option, provider):
         fail(msg)
     currency = str(raw.get("currency", book_currency))
     if currency not in _CURRENCIES:
-        fail(f"currency {currency!r} is not an ISO 4217 code")
+        fail(f"currency {_shown(repr(currency))} is not an ISO 4217 code")
     price = _decimal(raw["price"], "price")
     if isinstance(price, str):
         fail(price)
@@ -228,6 +305,9 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
                         fail(f"term {term!r} is not positive")
                     else:
                         effective = quantize(price + upfront / term_in_per, EFFECTIVE_PRICE_EXP)
+                        msg = _storable(effective, "the effective price (price + upfront / term)")
+                        if msg:
+                            fail(msg)
             except units.UnitError as e:
                 fail(f"term: {e}")
     if bad:
@@ -286,8 +366,11 @@ def _parse_fx(raw: object, i: int, book: str, version: str, err) -> FxRate | Non
             err(where, m)
         return None
     for k in ("from", "to"):
-        if raw[k] not in _CURRENCIES:
-            problems.append(f"{k} {raw[k]!r} is not an ISO 4217 code")
+        if not isinstance(raw[k], str) or raw[k] not in _CURRENCIES:
+            problems.append(f"{k} {_shown(repr(raw[k]))} is not an ISO 4217 code")
+    msg = _free_text(raw.get("source_url"), "source_url")
+    if msg:
+        problems.append(msg)
     rate = _decimal(raw["rate"], "rate")
     if isinstance(rate, str):
         problems.append(rate)
@@ -303,7 +386,7 @@ def _parse_fx(raw: object, i: int, book: str, version: str, err) -> FxRate | Non
         problems.append("effective_to is not after effective_from")
     if problems:
         for m in problems:
-            err(f"{where} {raw.get('from')}->{raw.get('to')}", m)
+            err(f"{where} {_shown(str(raw.get('from')))}->{_shown(str(raw.get('to')))}", m)
         return None
     return FxRate(from_=raw["from"], to=raw["to"], rate=rate, effective_from=start, effective_to=end,
                   source_url=str(raw.get("source_url", "")), book=book, version=version)

@@ -16,6 +16,16 @@ SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 METERED_DIMENSIONS = frozenset({"[gpu]", "[token]", "[request]", "[call]", "[span]", "[information]", "[time]"})
 #: The precision of an effective price that amortizes an upfront amount (a price, not money).
 EFFECTIVE_PRICE_EXP = Decimal("1e-10")
+#: The longest text each name-like field may hold: its column in the ledger DB (``ledger/models.py``,
+#: ``VARCHAR(n)`` on PostgreSQL, which counts characters). A longer value is a problem of the book, on
+#: every store, never a database error at load time.
+BOOK_FIELD_LIMITS = {"name": 200, "version": 100}
+PRICE_FIELD_LIMITS = {"meter": 100, "sku": 200, "region": 100, "purchase_option": 100, "provider": 200,
+                      "per": 100, "term": 100}
+#: What the store's money columns hold (``NUMERIC(38, 12)`` on PostgreSQL): at most 12 decimal places
+#: and 26 digits before the point. Prices, upfront amounts and FX rates must fit, on every store.
+MONEY_PLACES = 12
+MONEY_INTEGER_DIGITS = 26
 
 
 class NoPriceError(LookupError, ValueError):

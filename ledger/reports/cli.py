@@ -102,7 +102,7 @@ def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only r
         console.print_csv([{"run_id": d["run_id"], "period_start": d["period"]["start"], "period_end": d["period"]["end"],
                         "created_at": d["created_at"], "idle_policy": d["idle_policy"], "basis": d["basis"],
                         "total": d["total"], "currency": d["currency"], "price_books": " ".join(d["price_books"]),
-                        "code_version": d["code_version"]} for d in data])
+                        "code_version": d["code_version"]} for d in data], numeric=("total",))
         return
     t = Table(title=f"runs ({len(data)})")
     t.add_column("run", no_wrap=True)

@@ -1,11 +1,11 @@
 """Renderers of unit-economics reports: ``*_as_json``, ``*_as_csv`` and ``*_as_table`` (rich).
 
 Every report states its period, run, price book versions, currency and the success criteria of the
-outcomes it counts. Money is formatted here, at the edge, never in the core.
+outcomes it counts. Money is formatted here, at the edge, never in the core. CSV is written by
+:mod:`ledger.outputs`: every field quoted, names neutralized against formulas, numbers kept numbers.
 """
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable
@@ -19,6 +19,7 @@ from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, _iso, _opt,
                          _ratio, _tenant_entry, all_in_entry)
 from ..money import fmt, quantize
+from ..outputs import csv_cell, csv_text, csv_writer
 
 
 def _provenance(report: Report) -> dict:
@@ -89,12 +90,13 @@ def unit_economics_as_csv(report: Report) -> str:
                 d[k] = "" if v is None else v
         d.update(tail)
         flat.append(d)
-    buf = io.StringIO()
     fields = list(flat[0]) if flat else list(head) + [report.by] + list(tail)
-    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    w.writeheader()
-    w.writerows(flat)
-    return buf.getvalue()
+    text = {*head, report.by, "undefined_because", "row_success_criteria", *_ALL_IN_TEXT}
+    return csv_text(fields, flat, numeric=[f for f in fields if f not in text])
+
+
+#: The all-in columns that are words, not numbers.
+_ALL_IN_TEXT = (f"{ALL_IN}_undefined_because", f"{ALL_IN}_definition", "cost_per_successful_task_definition")
 
 
 def _money(d: Decimal | None) -> str:
@@ -196,19 +198,23 @@ def tenants_as_csv(report: Report) -> str:
     if report.by != "tenant":
         raise ValueError("the tenant comparison needs a report by tenant")
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["metric", *(r.key for r in report.rows)])
+    w = csv_writer(buf)
+
+    def row(name: str, values: list, numeric: bool) -> None:
+        w.writerow([csv_cell(name), *(csv_cell(v, numeric=numeric) for v in values)])
+
+    row("metric", [r.key for r in report.rows], False)
     metrics = [_tenant_metrics(report, r) for r in report.rows]
     for m in TENANT_METRICS:
-        w.writerow([m, *(x[m] for x in metrics)])
+        row(m, [x[m] for x in metrics], True)
     prov = _provenance(report)
     for k, v in (("period_start", prov["period"]["start"]), ("period_end", prov["period"]["end"]),
                  ("run_id", prov["run_id"]), ("currency", prov["currency"]),
                  ("price_books", " ".join(prov["price_books"])), ("regions", " ".join(prov["regions"])),
                  ("success_criteria", " ".join(prov["success_criteria"]))):
-        w.writerow([k, *([v] * len(report.rows))])
+        row(k, [v] * len(report.rows), False)
     for k, v in _all_in_columns(report).items():
-        w.writerow([k, *([v] * len(report.rows))])
+        row(k, [v] * len(report.rows), k not in _ALL_IN_TEXT)
     return buf.getvalue()
 
 

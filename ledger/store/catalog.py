@@ -4,31 +4,145 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
 
 from .. import config
-from ..models import FxRateRow, PriceBookRow, PriceEntryRow, Product, Tenant
+from ..models import FxRateRow, PriceBookRow, PriceEntryRow, Product, Tenant, utcnow
+from ..names import CONTROL_CLASS, MAX_NAME, describe_control, name_problem
 from ..pricebook import Book, PriceIndex, default_paths, load_books, parse_book
 from .db import StoreError, session
 
 DIM_MODELS = {"tenant": Tenant, "product": Product}
+#: Rows per INSERT of :func:`add_dims` (one executemany each): bounds the memory of a million names.
+DIM_CHUNK = 50_000
+_CONTROL = re.compile(CONTROL_CLASS)
+_NEWLINE = re.compile("\r\n|\r|\n")
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value as an error line may print it: quoted, control characters and lone surrogates
+    escaped, cut after `limit` characters (a 10,000-character name is not repeated in full)."""
+    if not isinstance(value, str):
+        return repr(value)
+    return repr(value[:limit]) + (f"… ({len(value)} characters)" if len(value) > limit else "")
+
+
+def text_problem(value: str, *, max_length: int = MAX_NAME) -> str | None:
+    """What stops free text (a display name, an owner) from being stored the same on every store:
+    control characters (NUL, tab, CR, LF, ...), more than `max_length` characters, or a lone
+    surrogate (bytes that were not UTF-8). Empty text is fine."""
+    if not isinstance(value, str):
+        return f"is {type(value).__name__}, not text"
+    m = _CONTROL.search(value)
+    if m:
+        return f"contains {describe_control(m.group())} (at character {m.start() + 1})"
+    if len(value) > max_length:
+        return f"is {len(value)} characters long (at most {max_length})"
+    return _surrogate(value)
+
+
+def dim_name_problem(value: object) -> str | None:
+    """The names rule (:func:`ledger.names.name_problem`) plus text every database can encode."""
+    return name_problem(value) or _surrogate(value)  # type: ignore[arg-type]
+
+
+def _surrogate(value: str) -> str | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"is not valid Unicode: a lone surrogate U+{ord(value[e.start]):04X} at character {e.start + 1} "
+                "(bytes that were not UTF-8)")
+    return None
+
+
+def dim_problems(*, name: object, display_name: str = "", owner: str = "") -> list[tuple[str, str]]:
+    """(field, problem) for each field of a dimension row that the store would refuse or change."""
+    out = []
+    p = dim_name_problem(name)
+    if p:
+        out.append(("name", p))
+    for field, value in (("display_name", display_name), ("owner", owner)):
+        p = text_problem(value)
+        if p:
+            out.append((field, p))
+    return out
 
 
 def add_dim(s: Session, *, kind: str, name: str, display_name: str = "", owner: str = "") -> bool:
-    """Register a tenant or product; returns False when it already exists (unchanged)."""
+    """Register a tenant or product; returns False when it already exists (unchanged).
+
+    A name that breaks the names rule (empty, white space around it, a control character, more
+    than 200 characters), or a display name or owner with a control character or more than 200
+    characters, is refused with a :class:`StoreError` before the database sees it."""
     model = DIM_MODELS[kind]
-    name = name.strip()
-    if not name:
-        raise StoreError(f"a {kind} needs a name")
+    bad = dim_problems(name=name, display_name=display_name, owner=owner)
+    if bad:
+        given = {"name": name, "display_name": display_name, "owner": owner}
+        raise StoreError("; ".join(f"{kind} name {shown(name)}: {p}" if f == "name" else
+                                   f"{kind} {shown(name)}: {f} {shown(given[f])}: {p}" for f, p in bad))
     if s.get(model, name) is not None:
         return False
     s.add(model(name=name, display_name=display_name or name, owner=owner))
     s.flush()
     return True
+
+
+def add_dims(s: Session, *, kind: str, names: Iterable[str]) -> list[str]:
+    """Register many tenants or products at once (display name = name, no owner); returns the
+    names it added, sorted. Names already registered are left as they are, and so is a name given
+    twice. One SELECT of the registered names, then INSERTs of :data:`DIM_CHUNK` rows each (an
+    executemany, ``ON CONFLICT DO NOTHING`` so a name registered meanwhile by another session is no
+    error). A name that breaks the names rule refuses the whole call (:class:`StoreError`, nothing
+    added)."""
+    return _insert_new(s, kind, {n: ("", "") for n in names})
+
+
+def _insert_new(s: Session, kind: str, rows: dict[str, tuple[str, str]]) -> list[str]:
+    """Insert the rows (name -> (display_name, owner)) whose name is not registered yet."""
+    model = DIM_MODELS[kind]
+    bad = [(n, p) for n in rows if (p := dim_name_problem(n))]
+    if bad:
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        raise StoreError(f"{len(bad)} {kind} names refused: "
+                         + "; ".join(f"{shown(n)}: {p}" for n, p in bad[:5]) + more)
+    for n, (display, owner) in rows.items():
+        bad = [(f, p) for f, v in (("display_name", display), ("owner", owner)) if (p := text_problem(v))]
+        if bad:
+            raise StoreError(f"{kind} {shown(n)} " + "; ".join(f"{f}: {p}" for f, p in bad))
+    existing = set(s.exec(select(model.name)))
+    new = sorted(set(rows) - existing)
+    if not new:
+        return []
+    table = model.__table__
+    dialect = s.get_bind().dialect.name
+    if dialect == "postgresql":
+        stmt = pg_insert(table).on_conflict_do_nothing(index_elements=["name"])
+    elif dialect == "sqlite":
+        stmt = sqlite_insert(table).on_conflict_do_nothing(index_elements=["name"])
+    else:
+        stmt = sa.insert(table)
+    now = utcnow()
+    for i in range(0, len(new), DIM_CHUNK):
+        s.execute(stmt, [{"name": n, "display_name": rows[n][0] or n, "owner": rows[n][1], "created_at": now}
+                         for n in new[i:i + DIM_CHUNK]])
+    return new
+
+
+def add_dim_rows(s: Session, *, kind: str, rows: Iterable[dict]) -> int:
+    """Register the rows of :func:`read_dims_csv` (the first row of a name wins); returns how many
+    names were added."""
+    first: dict[str, tuple[str, str]] = {}
+    for r in rows:
+        first.setdefault(r["name"], (r.get("display_name", ""), r.get("owner", "")))
+    return len(_insert_new(s, kind, first))
 
 
 def list_dims(s: Session, *, kind: str) -> list:
@@ -42,27 +156,49 @@ def dim_names(s: Session, *, kind: str) -> set[str]:
 
 
 def read_dims_csv(path: str | Path) -> tuple[list[dict], list[str]]:
-    """Rows of a dims CSV (columns name, display_name, owner; only name required) and errors."""
+    """Rows of a dims CSV (columns name, display_name, owner; only name required) and errors, one
+    line each naming file, line and column. A name must pass the names rule as written (white space
+    around it is an error, not trimmed); display_name and owner are trimmed, then must have no
+    control character and at most 200 characters. A UTF-8 byte order mark is allowed."""
     errors: list[str] = []
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_bytes().decode("utf-8-sig")  # no newline translation: CR stays CR
     except (OSError, UnicodeDecodeError) as e:
         return [], [f"{path}: cannot read: {e}"]
-    reader = csv.DictReader(io.StringIO(text))
-    cols = reader.fieldnames or []
-    allowed = {"name", "display_name", "owner"}
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    allowed = ("name", "display_name", "owner")
+    try:
+        cols = reader.fieldnames or []
+    except csv.Error as e:
+        return [], [f"{path}:1: not a CSV header: {e}"]
     for c in cols:
         if c not in allowed:
-            errors.append(f"{path}:1: {c}: unknown column (expected name, display_name, owner)")
+            errors.append(f"{path}:1: {shown(c) if text_problem(c) else c}: unknown column "
+                          "(expected name, display_name, owner)")
     if "name" not in cols:
         errors.append(f"{path}:1: name: missing required column")
         return [], errors  # not one more "name: empty" line per row
     rows = []
-    for i, row in enumerate(reader, start=2):
-        if not (row.get("name") or "").strip():
-            errors.append(f"{path}:{i}: name: empty")
-            continue
-        rows.append({k: (row.get(k) or "").strip() for k in allowed})
+    try:
+        for row in reader:
+            # the line the record starts on: a quoted field may span lines, blank lines are skipped
+            fields = [v for v in row.values() if isinstance(v, str)] + (row.get(None) or [])
+            line = reader.line_num - sum(len(_NEWLINE.findall(v)) for v in fields)
+            if None in row:
+                errors.append(f"{path}:{line}: {len(cols) + len(row[None])} fields, the header has {len(cols)}")
+            value = row.get("name") or ""
+            p = "empty" if not value.strip() else dim_name_problem(value)
+            if p:
+                errors.append(f"{path}:{line}: name: {p}" + ("" if p == "empty" else f" ({shown(value)})"))
+            clean = {k: (row.get(k) or "").strip() for k in allowed if k != "name"}
+            for k, v in clean.items():
+                q = text_problem(v)
+                if q:
+                    errors.append(f"{path}:{line}: {k}: {q} ({shown(v)})")
+            if not p:
+                rows.append({"name": value, **clean})
+    except csv.Error as e:
+        errors.append(f"{path}:{reader.line_num}: not valid CSV: {e}")
     if not rows and not errors:
         errors.append(f"{path}: no rows")
     return rows, errors

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from .. import config
 from ..console import Ledger, fail, out, print_json
-from . import DIM_MODELS, StoreError, add_dim, init_store, list_dims, read_dims_csv
+from . import DIM_MODELS, StoreError, add_dim, add_dim_rows, init_store, list_dims, read_dims_csv
 
 dims_app = typer.Typer(help="Tenants and products (controlled dimensions).", no_args_is_help=True)
 
@@ -40,14 +41,16 @@ def dims_add(kind: str = typer.Argument(..., help="tenant or product"),
              name: str = typer.Argument(...),
              display_name: str = typer.Option("", "--display-name"),
              owner: str = typer.Option("", "--owner")) -> None:
-    """Register a tenant or product."""
+    """Register a tenant or product. A name must follow the names rule (at most 200 characters, no
+    control character, no white space around it); display name and owner at most 200 characters
+    and no control character. A refused name changes nothing."""
     k = _dim_kind(kind)
     with Ledger() as s:
         try:
             added = add_dim(s, kind=k, name=name, display_name=display_name, owner=owner)
         except StoreError as e:
             fail(str(e))
-    out.print(f"{k} {name} {'added' if added else 'already registered'}")
+    out.print(f"{k} {name} {'added' if added else 'already registered'}", markup=False)
 
 
 @dims_app.command("list")
@@ -63,22 +66,25 @@ def dims_list(kind: str = typer.Argument(..., help="tenant or product"),
         return
     t = Table("name", "display name", "owner", title=f"{k}s ({len(data)})")
     for d in data:
-        t.add_row(d["name"], d["display_name"], d["owner"])
+        t.add_row(Text(d["name"]), Text(d["display_name"]), Text(d["owner"]))  # names are never markup
     out.print(t)
 
 
 @dims_app.command("import")
 def dims_import(kind: str = typer.Argument(..., help="tenant or product"),
                 file: Path = typer.Argument(..., help="CSV with columns name, display_name, owner")) -> None:
-    """Register tenants or products from a CSV (all or nothing)."""
+    """Register tenants or products from a CSV (all or nothing: one line per problem, file, line and
+    column, and nothing registered when there is any)."""
     k = _dim_kind(kind)
     rows, errors = read_dims_csv(file)
     if errors:
         fail(errors)
     with Ledger() as s:
-        added = sum(add_dim(s, kind=k, name=r["name"], display_name=r["display_name"], owner=r["owner"])
-                    for r in rows)
-    out.print(f"{file}: {len(rows)} {k}s read, {added} added, {len(rows) - added} already registered")
+        try:
+            added = add_dim_rows(s, kind=k, rows=rows)
+        except StoreError as e:
+            fail(str(e))
+    out.print(f"{file}: {len(rows)} {k}s read, {added} added, {len(rows) - added} already registered", markup=False)
 
 
 def register(app: typer.Typer) -> None:
