@@ -12,7 +12,8 @@ DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
   start of that period.
 
 A column added to a kind after some facts were written (the requests' cache writes and service
-tier) reads as its default in the older files (see :func:`files_sql`).
+tier, and the source's own cost, ``reported_cost`` and ``reported_currency``, kept beside ours by
+the adapters of ``ledger ingest --from``) reads as its default in the older files (see :func:`files_sql`).
 
 The batch a row came from is its file's name; the batch row in the DB lists the source files and
 their digests. (Files written before 2026-11 also carry ``_hash``, a 64-bit hash of the row; it is
@@ -81,6 +82,8 @@ KINDS: dict[str, Kind] = {
         Column("ttft_ms", "DOUBLE", False),
         Column("latency_ms", "DOUBLE", False),
         Column("region", "VARCHAR", False),
+        Column("reported_cost", "DECIMAL(38,12)", False),
+        Column("reported_currency", "VARCHAR", False),
     ), key=("request_id",), dated_by=("occurred_at",),
        categories=("tenant", "product", "model", "pool", "provider", "service_tier", "status", "region")),
     "meters": Kind("meters", (

@@ -260,7 +260,8 @@ CORPUS = [
     ("unknown column", "requests", REQ_HEADER + ",inptu_tokens\n" + OK_ROW + ",3\n",
      ["{f}:1: inptu_tokens: unknown column (expected: request_id, occurred_at, tenant, product, model, pool, provider, "
       "task_id, input_tokens, cached_input_tokens, output_tokens, cache_write_input_tokens, cache_write_1h_input_tokens, "
-      "reasoning_tokens, service_tier, status, ttft_ms, latency_ms, region)"]),
+      "reasoning_tokens, service_tier, status, ttft_ms, latency_ms, region, "
+      "reported_cost, reported_currency)"]),
     ("unknown tenant", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,nobody,chat,m,p,,t1,10,0,5,ok\n",
      ["{f}: tenant: unknown tenant: nobody (register with `ledger dims add tenant NAME` or `ledger dims import`, "
       "or ingest with --register-new)"]),

@@ -3,7 +3,7 @@
 Every value is judged as it is written, never after a lossy conversion:
 
 - whole numbers (token counts, GPUs) are read as text and must be digits (``12``, or ``12.0`` as
-  pandas writes a column with gaps); they are then exact integers (HUGEINT), so ``1.5``,
+  pandas writes a column with gaps); they are then exact integers (BIGINT), so ``1.5``,
   ``1e-400``, ``NaN`` and ``2**63`` are refused, and anything above 2**53 is refused as too large
   (every reader of the facts, DuckDB, pandas and JSON, holds whole numbers up to 2**53 exactly);
 - decimals (quantities, amounts) are read as text, their decimal places counted on the text
@@ -34,10 +34,10 @@ OFFSET_RE = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 MAX_OFFSET_MINUTES = 14 * 60  # the widest offset in use (Kiribati, +14:00)
 FIRST_INSTANT, END_INSTANT = "1900-01-01 00:00:00+00", "9999-01-01 00:00:00+00"
 NUM = "DECIMAL(38,12)"
-WHOLE = "HUGEINT"
+WHOLE = "BIGINT"
 EXACT_INT_MAX = 2**53  # the largest whole number a DOUBLE (pandas, JSON) holds exactly
 MAX_MS = 7 * 24 * 3600 * 1000  # a latency of more than a week is a broken clock, not a request
-WHOLE_RE = r"[+-]?[0-9]+(\.0*)?"
+WHOLE_RE = r"\s*[+-]?[0-9]+(\.0*)?\s*"
 DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
@@ -50,7 +50,7 @@ def lit(text: str) -> str:
 
 
 def read_type(kind: str, col: str) -> str:
-    """The type a column's value is judged in: VARCHAR (text, instants), HUGEINT (whole numbers),
+    """The type a column's value is judged in: VARCHAR (text, instants), BIGINT (whole numbers),
     DECIMAL(38,12) (decimals) or DOUBLE (latencies)."""
     t = {c.name: c.type for c in KINDS[kind].columns}[col]
     if t in ("VARCHAR", "TIMESTAMPTZ"):
@@ -74,9 +74,8 @@ def cast_sql(kind: str, col: str, text: str) -> tuple[str, str]:
     rt = read_type(kind, col)
     present = f"({text} IS NOT NULL AND trim({text}) <> '')"
     if rt == WHOLE:
-        ok = f"regexp_full_match(trim({text}), {lit(WHOLE_RE)})"
-        return (f"(CASE WHEN {ok} THEN TRY_CAST(split_part(trim({text}), '.', 1) AS {WHOLE}) END)",
-                f"({present} AND NOT {ok})")
+        ok = f"regexp_full_match({text}, {lit(WHOLE_RE)})"  # digits: the cast below cannot round
+        return f"(CASE WHEN {ok} THEN TRY_CAST({text} AS {WHOLE}) END)", f"({present} AND NOT {ok})"
     value = f"TRY_CAST(trim({text}) AS {rt})"
     if rt == NUM:
         ok = f"regexp_full_match(trim({text}), {lit(DECIMAL_RE)})"
@@ -161,7 +160,8 @@ def typed(kind: str, col: str, valid: frozenset[str] = frozenset()) -> str:
 
 def _required(c: str, valid: frozenset[str] = frozenset()) -> Check:
     if c in _NUMERIC:  # a number read as text that did not cast is its own problem, not a missing one
-        return Check(c, f"({q(c)} IS NULL AND NOT coalesce({q(cast_flag(c))}, false))", "'required value is missing'")
+        t = q(c + "__text")
+        return Check(c, f"({q(c)} IS NULL AND ({t} IS NULL OR trim({t}) = ''))", "'required value is missing'")
     return Check(c, blank(c, valid), "'required value is missing'")
 
 
@@ -214,7 +214,10 @@ def _int(c: str, required: bool, minimum: int = 0) -> list[Check]:
     out = [_required(c)] if required else []
     out += [
         Check(c, f"{x} < {minimum}", said_as_written(c, "is negative") if minimum == 0 else said_as_written(c, f"must be at least {minimum}")),
-        Check(c, f"{x} > {EXACT_INT_MAX}", said_as_written(c, f"is too large (at most 2^53 = {EXACT_INT_MAX})")),
+        # beyond 2^63 the digits do not cast at all: the value is missing though the text is there
+        Check(c, f"({x} > {EXACT_INT_MAX} OR ({x} IS NULL AND {q(c + '__text')} IS NOT NULL "
+                 f"AND NOT {q(cast_flag(c))} AND trim({q(c + '__text')}) <> ''))",
+              said_as_written(c, f"is too large (at most 2^53 = {EXACT_INT_MAX})")),
     ]
     return out
 
@@ -264,7 +267,7 @@ def _input_parts() -> list[Check]:
     cached column's own check). Rows where a part is negative or input is missing are judged by
     those checks, not this one (a fractional or negative count is its own problem)."""
     parts = [f"coalesce({q(c)}, 0)" for c in INPUT_PARTS]
-    total = " + ".join(parts)
+    total = " + ".join(f"{p}::HUGEINT" for p in parts)  # three BIGINTs may overflow one
     inp = q("input_tokens")
     sane = " AND ".join(f"{x} >= 0 AND {x} <= {EXACT_INT_MAX}" for x in (inp, *parts))
     over = f"{total} > {inp} AND {sane} AND {parts[0]} <= {inp}"  # rarely true first: the rest is seldom evaluated
@@ -343,7 +346,8 @@ def checks(kind: str, valid: frozenset[str] = frozenset()) -> list[Check]:
                *_int("cache_write_input_tokens", False), *_int("cache_write_1h_input_tokens", False),
                *_int("reasoning_tokens", False), _le("cached_input_tokens", "input_tokens"), *_input_parts(),
                _le("reasoning_tokens", "output_tokens"), *_enum("service_tier", SERVICE_TIERS, valid, required=False),
-               *_enum("status", REQUEST_STATUSES, valid), *_number("ttft_ms"), *_number("latency_ms")]
+               *_enum("status", REQUEST_STATUSES, valid), *_number("ttft_ms"), *_number("latency_ms"),
+               *_decimal("reported_cost", False, 12)]
     elif kind == "meters":
         out = [req("event_id"), *_timestamp("occurred_at", True, valid), req("tenant"), req("product"),
                req("meter"), req("sku"), *_decimal("quantity", True, 9), req("unit")]

@@ -24,7 +24,12 @@ KINDS_HELP = {
 
 
 def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, dry_run: bool, as_adjustment: bool,
-         as_json: bool) -> None:
+         as_json: bool, source: Optional[str] = None, map_path: Optional[Path] = None) -> None:
+    if source is not None and map_path is None:
+        fail(f"--from {source} needs --map MAP.toml: the map says which {source} field gives each ledger column "
+             "(docs/adapters.md)")
+    if map_path is not None and source is None:
+        fail("--map is read only with --from SOURCE (the files are in the ledger's own format otherwise)")
     from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     show = sys.stderr.isatty() and not as_json
@@ -37,9 +42,14 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
             progress.update(task, description=f"ingest {kind}: {message}", total=None, completed=0)
 
         try:
-            result = ingest(kind, files, fmt=fmt, register_new=register_new, dry_run=dry_run,
-                            as_adjustment=as_adjustment, on_step=on_step,
-                            on_progress=lambda pct: progress.update(task, total=100, completed=pct))
+            opts = dict(fmt=fmt, register_new=register_new, dry_run=dry_run, as_adjustment=as_adjustment,
+                        on_step=on_step, on_progress=lambda pct: progress.update(task, total=100, completed=pct))
+            if source is None:
+                result = ingest(kind, files, **opts)
+            else:
+                from .sources import ingest_from
+
+                result = ingest_from(source, kind, files, map_path, **opts)
         except IngestError as e:
             progress.stop()
             fail(e.lines())
@@ -95,8 +105,13 @@ def register(app: typer.Typer) -> None:
                     dry_run: bool = typer.Option(False, "--dry-run", help="validate only; write nothing"),
                     as_adjustment: bool = typer.Option(False, "--as-adjustment",
                                                        help="book rows of closed periods into the current open period"),
-                    as_json: bool = typer.Option(False, "--json")) -> None:
-            _run(kind, files, fmt, register_new, dry_run, as_adjustment, as_json)
+                    as_json: bool = typer.Option(False, "--json"),
+                    source: Optional[str] = typer.Option(None, "--from",
+                                                         help="read another tool's export: litellm (needs --map)"),
+                    map_path: Optional[Path] = typer.Option(None, "--map",
+                                                            help="TOML map of source fields to ledger columns "
+                                                                 "(with --from; docs/adapters.md)")) -> None:
+            _run(kind, files, fmt, register_new, dry_run, as_adjustment, as_json, source, map_path)
         command.__doc__ = f"Ingest {KINDS_HELP[kind]}."
         return command
 

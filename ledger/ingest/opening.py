@@ -314,8 +314,8 @@ def parquet_direct(kind: str, types: dict[str, str]) -> set[str]:
             ok = st == "VARCHAR"
         elif rt == "DOUBLE":
             ok = st in _EXACT_INTS or st == "DOUBLE"
-        elif rt == "HUGEINT":
-            ok = st in _EXACT_INTS or bool(re.fullmatch(r"DECIMAL\(\d+,0\)", st))
+        elif rt == "BIGINT":
+            ok = st in _EXACT_INTS - {"UBIGINT"} or bool(re.fullmatch(r"DECIMAL\((\d|1[0-8]),0\)", st))
         else:
             m = re.fullmatch(r"DECIMAL\((\d+),(\d+)\)", st)
             ok = st in _EXACT_INTS or bool(m and int(m[2]) <= 12 and int(m[1]) - int(m[2]) <= 26)

@@ -1,0 +1,169 @@
+"""Bring your own data: `ledger ingest KIND --from SOURCE FILE... --map MAP.toml` (docs/adapters.md).
+
+An adapter (one module per source: `litellm`) turns each source file into a file of the ledger's
+own format (Parquet, in the ledger home's scratch folder ``facts/_adapters/``) with DuckDB SQL
+alone, one row per source record, in the source's order; the plain :func:`ledger.ingest.ingest`
+then validates and commits those files, so every rule of docs/ingest.md applies. Its problems are
+told back in the source's terms: the source file, the record's line, the source field (``spend.csv:17:
+prompt_tokens (input_tokens): '-1' is negative``). The batch lists the source files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import duckdb
+
+from ... import config, facts, store
+from ...models import IngestBatch
+from ..checks import lit, q
+from ..commit import ingest
+from ..opening import _sha256
+from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, FileReport, IngestError, IngestResult, Problem
+from . import litellm, mapfile
+from .reading import SourceFile, open_source
+
+#: source name -> its adapter module (KIND, TABLES, MAPPABLE, BUILT_IN, columns, token_problems).
+SOURCES = {"litellm": litellm}
+SCRATCH = "_adapters"
+STALE_SECONDS = 24 * 3600
+
+
+def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: str | Path, *,
+                fmt: str | None = None, register_new: bool = False, dry_run: bool = False,
+                as_adjustment: bool = False, on_step: Callable[[str], None] | None = None,
+                on_progress: Callable[[float], None] | None = None) -> IngestResult:
+    """Convert `paths` of `source` with the map at `map_path`, then ingest them as one batch of `kind`.
+    Raises IngestError (nothing written) with problems in the source files' terms."""
+    adapter = SOURCES.get(source)
+    if adapter is None:
+        raise IngestError([Problem(source, None, None, f"unknown source (one of {', '.join(SOURCES)})")])
+    if adapter.KIND != kind:
+        raise IngestError([Problem(source, None, None, f"{source} gives {adapter.KIND}, not {kind}")])
+    if not paths:
+        raise IngestError([Problem(kind, None, None, "no files given")])
+    must = tuple(c.name for c in facts.KINDS[kind].columns
+                 if c.required and c.name in adapter.MAPPABLE and c.name not in adapter.BUILT_IN)
+    m = mapfile.load(Path(map_path), adapter.MAPPABLE, adapter.TABLES, must)
+    bad = adapter.token_problems(m)
+    if bad:
+        raise IngestError([Problem(str(map_path), None, k, msg) for k, msg in bad])
+    step = on_step or (lambda _m: None)
+    home = config.ledger_home()
+    root = home / "facts" / SCRATCH
+    _sweep_stale(root)
+    work = root / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    work.mkdir(parents=True)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute(f"SET temp_directory = {lit(str(work / 'spill'))}")
+        con.execute("SET preserve_insertion_order = true")
+        converted, fields, sources = [], {}, []
+        problems, total = [], 0
+        for i, p in enumerate(paths):
+            step(f"converting {p} from {source}")
+            src = open_source(con, Path(p), fmt, work / "links")
+            cols = adapter.columns(src, m)
+            fields = {c: f for c, (_, f) in cols.items()}
+            found, n = _convert(con, kind, src, cols, m, adapter, work / f"{i}.parquet", f"_lines{i}")
+            problems += found
+            total += n
+            converted.append(work / f"{i}.parquet")
+            sources.append(src)
+        if problems:
+            raise IngestError(problems, total)
+        try:
+            result = ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
+                            as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress)
+        except IngestError as e:
+            raise _translate(con, e, converted, sources, fields) from None
+        return _relabel(result, sources, source)
+    finally:
+        con.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], m, adapter, out: Path,
+             lines: str) -> tuple[list[Problem], int]:
+    """Write the ledger-format file `out` (rows in source order) and keep its row -> line map in table
+    `lines`; returns the map's own problems: a required column with nothing at its path and no default."""
+    spec = facts.KINDS[kind]
+    present = [c.name for c in spec.columns if c.name in cols]  # an optional column not given takes its default
+    select = ", ".join(f"{cols[c][0]} AS {q(c)}" for c in present)
+    try:
+        con.execute(f"CREATE TEMP TABLE {lines} AS SELECT _line, {select} FROM ({src.relation}) ORDER BY _line")
+    except duckdb.Error as e:
+        first = str(e).strip().splitlines()[0]
+        return [Problem(src.label, None, None, f"cannot read as {src.fmt}: {first}")], 1
+    mapped = [c.name for c in spec.columns
+              if c.required and c.name in cols and (c.name not in m.columns or m.columns[c.name].default is None)]
+    if mapped:
+        flags = [f"({q(c)} IS NULL OR CAST({q(c)} AS VARCHAR) = '')" for c in mapped]
+        where = " OR ".join(flags)
+        rows = con.execute(f"SELECT _line, [{', '.join(flags)}] FROM {lines} WHERE {where} "
+                           f"ORDER BY _line LIMIT {MAX_PROBLEMS}").fetchall()
+        if rows:
+            n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
+            found = [Problem(src.label, line, f"{cols[c][1]} ({c})", "missing, and the map gives no default")
+                     for line, hit in rows for c, h in zip(mapped, hit) if h]
+            return found, max(n, len(found))
+    names = ", ".join(q(c) for c in present)
+    con.execute(f"COPY (SELECT {names} FROM {lines} ORDER BY _line) TO {lit(str(out))} ({PARQUET_OPTIONS})")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT _line FROM {lines} ORDER BY _line")
+    return [], 0
+
+
+def _translate(con, e: IngestError, converted: list[Path], sources: list[SourceFile],
+               fields: dict[str, str]) -> IngestError:
+    """The plain ingest's problems about the converted files, told of the source files: file, line, field."""
+    labels = {str(c): s.label for c, s in zip(converted, sources)}
+    index = {str(c): i for i, c in enumerate(converted)}
+
+    def relabel(text: str | None) -> str | None:
+        for conv, label in labels.items():
+            text = text.replace(conv, label) if text else text
+        return text
+
+    out = []
+    for p in e.problems:
+        line = p.line
+        if p.file in index and line is not None:
+            got = con.execute(f"SELECT _line FROM _lines{index[p.file]} LIMIT 1 OFFSET {int(line) - 1}").fetchone()
+            line = got[0] if got else line
+        column = f"{fields[p.column]} ({p.column})" if p.column in fields else p.column
+        out.append(Problem(relabel(p.file), line, column, relabel(p.message)))
+    return IngestError(out, e.total)
+
+
+def _relabel(result: IngestResult, sources: list[SourceFile], source: str) -> IngestResult:
+    """The result, and the committed batch's file list, naming the source files (their bytes and
+    digests), not the converted ones."""
+    files = tuple(FileReport(s.label, _sha256(s.path), f"{source}:{s.fmt}", f.rows)
+                  for s, f in zip(sources, result.files))
+    if result.batch_id and not result.dry_run:
+        with store.session() as s:
+            b = s.get(IngestBatch, result.batch_id)
+            if b is not None:
+                b.files = json.dumps([{"path": f.path, "sha256": f.sha256, "format": f.format, "rows": f.rows,
+                                       "bytes": src.path.stat().st_size} for f, src in zip(files, sources)])
+                s.add(b)
+                s.commit()
+    return IngestResult(**{**result.__dict__, "files": files})
+
+
+def _sweep_stale(root: Path) -> None:
+    """Remove scratch folders a killed conversion left (older than a day; a running one is younger)."""
+    if not root.is_dir():
+        return
+    for d in root.iterdir():
+        try:
+            if time.time() - d.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass

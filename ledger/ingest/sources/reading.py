@@ -1,0 +1,79 @@
+"""Open a source file (CSV, JSON Lines or Parquet) as a DuckDB relation with its line numbers, and
+turn map paths into SQL over it: the adapters' only way to read a source (no per-row Python).
+
+Lines are as the plain ingest reports them for simple files: the CSV header is line 1 (a row is
+its position + 1; a quoted line break inside a field is not counted), JSON Lines count objects
+from 1, Parquet rows from 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checks import OFFSET_RE, lit, q
+from ..opening import readable_path
+from ..records import FORMATS, IngestError, Problem
+from .mapfile import FieldPath
+
+
+@dataclass
+class SourceFile:
+    """A source file opened for an adapter: its `label` (as given), `fmt`, the SQL `relation` with
+    ``_line`` and its fields, and `types` of its top-level fields (JSON Lines: none, all JSON)."""
+
+    path: Path
+    label: str
+    fmt: str
+    relation: str
+    types: dict[str, str]
+
+    def value(self, path: FieldPath) -> str:
+        """SQL: the text at `path` in a row (NULL when the row has nothing there)."""
+        if self.fmt == "jsonl":
+            return f"json_extract_string(_j, {lit(path.json_path(with_root=True))})"
+        t = self.types.get(path.root)
+        if t is None:
+            return "CAST(NULL AS VARCHAR)"
+        col = q(path.root)
+        if not path.rest:
+            return col if t == "VARCHAR" else f"CAST({col} AS VARCHAR)"
+        doc = f"(CASE WHEN json_valid({col}) THEN {col} END)" if t == "VARCHAR" else f"to_json({col})"
+        return f"json_extract_string({doc}, {lit(path.json_path())})"
+
+    def has(self, path: FieldPath) -> bool:
+        """Whether the file has the path's root field at all (JSON Lines: decided per row)."""
+        return self.fmt == "jsonl" or path.root in self.types
+
+
+def instant(text: str, naive_utc: bool) -> str:
+    """SQL: an instant's text, with ``+00:00`` added when it has no offset and the map says naive
+    instants are UTC (LiteLLM's Postgres columns are ``timestamp without time zone`` in UTC)."""
+    if not naive_utc:
+        return text
+    return f"(CASE WHEN regexp_matches(trim({text}), {lit(OFFSET_RE)}) THEN {text} ELSE trim({text}) || '+00:00' END)"
+
+
+def open_source(con, path: Path, fmt: str | None, link_dir: Path) -> SourceFile:
+    """The source file at `path` as a relation; IngestError when it is missing or does not read."""
+    label = str(path)
+    path = Path(path)
+    if not path.is_file():
+        raise IngestError([Problem(label, None, None, "no such file")])
+    fmt = fmt or FORMATS.get(path.suffix.lower())
+    if fmt not in ("csv", "jsonl", "parquet"):
+        raise IngestError([Problem(label, None, None,
+                                   f"cannot tell the format from the extension {path.suffix!r}; use --format")])
+    read = lit(str(readable_path(path, link_dir)))
+    if fmt == "csv":
+        rel = (f"SELECT row_number() OVER () + 1 AS _line, * FROM read_csv({read}, header=true, all_varchar=true, "
+               "delim=',', quote='\"', escape='\"', strict_mode=true)")
+    elif fmt == "jsonl":
+        rel = f"SELECT row_number() OVER () AS _line, json AS _j FROM read_ndjson_objects({read})"
+    else:
+        rel = f"SELECT row_number() OVER () AS _line, * FROM read_parquet({read})"
+    try:
+        types = {r[0]: r[1] for r in con.execute(f"DESCRIBE {rel}").fetchall() if r[0] != "_line"}
+    except Exception as e:  # duckdb.Error: not that format
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise IngestError([Problem(label, None, None, f"cannot read as {fmt}: {first}")]) from None
+    return SourceFile(path=path, label=label, fmt=fmt, relation=rel, types={} if fmt == "jsonl" else types)
