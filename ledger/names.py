@@ -37,18 +37,40 @@ def name_problem(value: str, *, max_length: int = MAX_NAME) -> str | None:
         return f"is {type(value).__name__}, not text"
     if value == "" or not value.strip():
         return "is empty"
+    p = _unstorable(value)
+    if p:
+        return p
+    if value != value.strip():
+        return "has white space around it"
+    if len(value) > max_length:
+        return f"is {len(value)} characters long (at most {max_length})"
+    return None
+
+
+def text_problem(value: str, *, max_length: int = MAX_NAME) -> str | None:
+    """What stops free text (a display name, an owner) from being stored the same on every store:
+    a control character, a lone surrogate, more than `max_length` characters. Empty text is fine."""
+    if not isinstance(value, str):
+        return f"is {type(value).__name__}, not text"
+    p = _unstorable(value)
+    if p:
+        return p
+    if len(value) > max_length:
+        return f"is {len(value)} characters long (at most {max_length})"
+    return None
+
+
+def _unstorable(value: str) -> str | None:
+    """A control character (breaks rows, PostgreSQL refuses NUL) or a lone surrogate (bytes that were
+    not UTF-8, e.g. in argv: no database can encode it)."""
     m = _CONTROL.search(value)
     if m:
         return f"contains {describe_control(m.group())} (at character {m.start() + 1})"
     try:
         value.encode("utf-8")
-    except UnicodeEncodeError as e:  # a lone surrogate: bytes that were not UTF-8 (e.g. in argv)
+    except UnicodeEncodeError as e:
         return (f"is not valid Unicode: a lone surrogate U+{ord(value[e.start]):04X} at character {e.start + 1} "
                 "(bytes that were not UTF-8)")
-    if value != value.strip():
-        return "has white space around it"
-    if len(value) > max_length:
-        return f"is {len(value)} characters long (at most {max_length})"
     return None
 
 

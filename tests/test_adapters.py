@@ -129,6 +129,21 @@ def test_a_bad_source_row_is_one_line_with_file_line_and_field_and_changes_nothi
     assert batch_count() == 0 and leftovers(ledger_home) == []
 
 
+def test_source_lines_are_physical_lines_after_a_blank_line_and_a_quoted_line_break(ledger_home, tmp_path):
+    """The first data row's metadata gains a line break inside its quotes, and a blank line follows
+    it: the bad row of the sample, on line 4, is now on line 6 of the file, and says so."""
+    text = SPEND.read_text().replace('{""', '{\n""', 1)
+    lines = text.split("\n")
+    assert lines[1].endswith("{")  # the break sits inside the first row's quoted metadata
+    text = "\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:])
+    bad = tmp_path / "spend.csv"
+    bad.write_text(text.replace(",2000,100,2026-10-01 10:07", ",-1,100,2026-10-01 10:07"))
+    r = run("ingest", "requests", "--from", "litellm", str(bad), "--map", str(MAP), "--register-new")
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == [f"{bad}:6: prompt_tokens (input_tokens): '-1' is negative"]
+    assert batch_count() == 0 and leftovers(ledger_home) == []
+
+
 def test_a_required_column_missing_in_a_row_without_default_is_the_maps_problem(ledger_home, tmp_path):
     bad = tmp_path / "spend.csv"
     bad.write_text(SPEND.read_text().replace('""user_api_key_team_alias"": ""beta"", ', ""))

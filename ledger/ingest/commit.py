@@ -71,11 +71,14 @@ def sweep_orphans(s, home: Path) -> list[Path]:
 def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, register_new: bool = False,
            dry_run: bool = False, as_adjustment: bool = False,
            on_step: Callable[[str], None] | None = None,
-           on_progress: Callable[[float], None] | None = None) -> IngestResult:
+           on_progress: Callable[[float], None] | None = None,
+           origins: Sequence[dict] | None = None) -> IngestResult:
     """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
 
     `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
-    long pass over the current file (for a progress bar)."""
+    long pass over the current file (for a progress bar). `origins`, one per path, are the files
+    the batch records instead when `paths` were converted from them (the adapters of
+    ``ledger.ingest.sources``): ``{"path", "sha256", "format", "bytes"}``."""
     if kind not in facts.KINDS:
         raise IngestError([Problem(kind, None, None, f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
@@ -92,19 +95,22 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
         con = _connect(home)
         try:
             return _ingest(con, s, home, kind, [Path(p) for p in paths], fmt, register_new, dry_run, as_adjustment,
-                           step, on_progress)
+                           step, on_progress, origins)
         finally:
             con.close()
             shutil.rmtree(home / "facts" / "_tmp", ignore_errors=True)
 
 
-def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment, step, on_progress) -> IngestResult:
+def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment, step, on_progress,
+            origins) -> IngestResult:
     spec = facts.KINDS[kind]
     sources = _open_sources(con, kind, paths, fmt, link_dir=home / "facts" / "_tmp" / "links")
+    for src, origin in zip(sources, origins or ()):
+        src.origin = origin
     if _already_ingested(s, kind, sources):
         # Every file is byte for byte one whose rows a committed batch holds in full: nothing to add.
         rows = sum(x.rows for x in sources)
-        files = tuple(FileReport(x.label, x.sha256, x.fmt, x.rows) for x in sources)
+        files = tuple(_report(x) for x in sources)
         batch_id = None if dry_run else _new_batch_id()
         if batch_id:
             s.add(IngestBatch(id=batch_id, kind=kind, status="committed", files=_files_json(sources),
@@ -209,7 +215,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
         raise IngestError(problems)
     booked_period = open_period if hit else None
     rows_read = sum(x.rows for x in sources)
-    files = tuple(FileReport(x.label, x.sha256, x.fmt, x.rows) for x in sources)
+    files = tuple(_report(x) for x in sources)
 
     step("checking keys")
     existing = facts.committed_files(s, kind, home)
@@ -270,9 +276,15 @@ def _some(names: list[str], shown: int = 10) -> str:
     return head if len(names) <= shown else f"{head} and {len(names) - shown} more"
 
 
+def _report(x: _Source) -> FileReport:
+    """What the batch says of a file: the file itself, or the source it was converted from."""
+    o = x.origin
+    return FileReport(o["path"], o["sha256"], o["format"], x.rows) if o else FileReport(x.label, x.sha256, x.fmt, x.rows)
+
+
 def _files_json(sources: list[_Source]) -> str:
-    return json.dumps([{"path": x.label, "sha256": x.sha256, "format": x.fmt, "rows": x.rows,
-                        "bytes": x.path.stat().st_size} for x in sources])
+    return json.dumps([{**_report(x).__dict__, "bytes": x.origin["bytes"] if x.origin else x.path.stat().st_size}
+                       for x in sources])
 
 
 def _new_batch_id() -> str:

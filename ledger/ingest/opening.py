@@ -92,7 +92,8 @@ def readable_path(path: Path, link_dir: Path | None) -> Path:
     if not GLOB_CHARS & set(str(path)) or link_dir is None:
         return path
     link_dir.mkdir(parents=True, exist_ok=True)
-    link = link_dir / f"source-{hashlib.sha256(str(path).encode()).hexdigest()[:16]}{path.suffix if not GLOB_CHARS & set(path.suffix) else ''}"
+    suffix = "" if GLOB_CHARS & set(path.suffix) else path.suffix
+    link = link_dir / f"source-{hashlib.sha256(str(path).encode()).hexdigest()[:16]}{suffix}"
     link.unlink(missing_ok=True)
     link.symlink_to(path.resolve())
     return link

@@ -90,7 +90,8 @@ class _Source:
     #: The path DuckDB reads: `path` itself, or a link to it with a plain name when `path` holds a
     #: character DuckDB would take as a glob (``*``, ``?``, ``[``, ``{``): a path is a path.
     read_path: Path | None = None
-    newlines: int = 0  # line ends in the file (CSV and JSON Lines), counted with its digest
+    #: The file the batch records instead, when this one was converted from it (see commit.ingest).
+    origin: dict | None = None
 
     def __post_init__(self) -> None:
         if self.read_path is None:

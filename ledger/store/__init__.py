@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .catalog import (DIM_CHUNK, DIM_MODELS, LoadResult, add_dim, add_dim_rows, add_dims, books_from_store,
-                      default_index, dim_name_problem, dim_names, list_dims, loaded_books, read_dims_csv, store_book)
+                      default_index, dim_names, list_dims, loaded_books, read_dims_csv, store_book)
 from .db import (StoreError, alembic_config, check_initialized, dispose_engines, engine, init_store, migrations_dir,
                  session)
 from .periods import close_period, closed_periods, current_open_period, month_bounds, month_of, months_between

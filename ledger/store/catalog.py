@@ -16,14 +16,13 @@ from sqlmodel import Session, select
 
 from .. import config
 from ..models import FxRateRow, PriceBookRow, PriceEntryRow, Product, Tenant, utcnow
-from ..names import CONTROL_CLASS, MAX_NAME, describe_control, name_problem
+from ..names import name_problem, text_problem
 from ..pricebook import Book, PriceIndex, default_paths, load_books, parse_book
 from .db import StoreError, session
 
 DIM_MODELS = {"tenant": Tenant, "product": Product}
 #: Rows per INSERT of :func:`add_dims` (one executemany each): bounds the memory of a million names.
 DIM_CHUNK = 50_000
-_CONTROL = re.compile(CONTROL_CLASS)
 _NEWLINE = re.compile("\r\n|\r|\n")
 
 
@@ -35,38 +34,10 @@ def shown(value: object, limit: int = 40) -> str:
     return repr(value[:limit]) + (f"… ({len(value)} characters)" if len(value) > limit else "")
 
 
-def text_problem(value: str, *, max_length: int = MAX_NAME) -> str | None:
-    """What stops free text (a display name, an owner) from being stored the same on every store:
-    control characters (NUL, tab, CR, LF, ...), more than `max_length` characters, or a lone
-    surrogate (bytes that were not UTF-8). Empty text is fine."""
-    if not isinstance(value, str):
-        return f"is {type(value).__name__}, not text"
-    m = _CONTROL.search(value)
-    if m:
-        return f"contains {describe_control(m.group())} (at character {m.start() + 1})"
-    if len(value) > max_length:
-        return f"is {len(value)} characters long (at most {max_length})"
-    return _surrogate(value)
-
-
-def dim_name_problem(value: object) -> str | None:
-    """The names rule (:func:`ledger.names.name_problem`) plus text every database can encode."""
-    return name_problem(value) or _surrogate(value)  # type: ignore[arg-type]
-
-
-def _surrogate(value: str) -> str | None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return (f"is not valid Unicode: a lone surrogate U+{ord(value[e.start]):04X} at character {e.start + 1} "
-                "(bytes that were not UTF-8)")
-    return None
-
-
 def dim_problems(*, name: object, display_name: str = "", owner: str = "") -> list[tuple[str, str]]:
     """(field, problem) for each field of a dimension row that the store would refuse or change."""
     out = []
-    p = dim_name_problem(name)
+    p = name_problem(name)
     if p:
         out.append(("name", p))
     for field, value in (("display_name", display_name), ("owner", owner)):
@@ -108,7 +79,7 @@ def add_dims(s: Session, *, kind: str, names: Iterable[str]) -> list[str]:
 def _insert_new(s: Session, kind: str, rows: dict[str, tuple[str, str]]) -> list[str]:
     """Insert the rows (name -> (display_name, owner)) whose name is not registered yet."""
     model = DIM_MODELS[kind]
-    bad = [(n, p) for n in rows if (p := dim_name_problem(n))]
+    bad = [(n, p) for n in rows if (p := name_problem(n))]
     if bad:
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise StoreError(f"{len(bad)} {kind} names refused: "
@@ -187,7 +158,7 @@ def read_dims_csv(path: str | Path) -> tuple[list[dict], list[str]]:
             if None in row:
                 errors.append(f"{path}:{line}: {len(cols) + len(row[None])} fields, the header has {len(cols)}")
             value = row.get("name") or ""
-            p = "empty" if not value.strip() else dim_name_problem(value)
+            p = "empty" if not value.strip() else name_problem(value)
             if p:
                 errors.append(f"{path}:{line}: name: {p}" + ("" if p == "empty" else f" ({shown(value)})"))
             clean = {k: (row.get(k) or "").strip() for k in allowed if k != "name"}

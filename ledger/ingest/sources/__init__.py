@@ -5,11 +5,11 @@ own format (Parquet, in the ledger home's scratch folder ``facts/_adapters/``) w
 alone, one row per source record, in the source's order; the plain :func:`ledger.ingest.ingest`
 then validates and commits those files, so every rule of docs/ingest.md applies. Its problems are
 told back in the source's terms: the source file, the record's line, the source field (``spend.csv:17:
-prompt_tokens (input_tokens): '-1' is negative``). The batch lists the source files.
+prompt_tokens (input_tokens): '-1' is negative``). The batch lists the source files (``origins`` of
+the plain ingest), in the same commit.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import duckdb
 
-from ... import config, facts, store
-from ...models import IngestBatch
+from ... import config, facts
 from ..checks import lit, q
 from ..commit import ingest
 from ..opening import _sha256
-from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, FileReport, IngestError, IngestResult, Problem
+from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _Source
+from ..rows import physical_lines
 from . import litellm, mapfile
 from .reading import SourceFile, open_source
 
@@ -78,12 +78,13 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
             sources.append(src)
         if problems:
             raise IngestError(problems, total)
+        origins = [{"path": x.label, "sha256": _sha256(x.path), "format": f"{source}:{x.fmt}",
+                    "bytes": x.path.stat().st_size} for x in sources]
         try:
-            result = ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
-                            as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress)
+            return ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
+                          as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress, origins=origins)
         except IngestError as e:
             raise _translate(con, e, converted, sources, fields) from None
-        return _relabel(result, sources, source)
     finally:
         con.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -110,7 +111,8 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
                            f"ORDER BY _line LIMIT {MAX_PROBLEMS}").fetchall()
         if rows:
             n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
-            found = [Problem(src.label, line, f"{cols[c][1]} ({c})", "missing, and the map gives no default")
+            at = _file_lines(con, src, lines, [r[0] for r in rows])
+            found = [Problem(src.label, at.get(line, line), f"{cols[c][1]} ({c})", "missing, and the map gives no default")
                      for line, hit in rows for c, h in zip(mapped, hit) if h]
             return found, max(n, len(found))
     names = ", ".join(q(c) for c in present)
@@ -130,31 +132,31 @@ def _translate(con, e: IngestError, converted: list[Path], sources: list[SourceF
             text = text.replace(conv, label) if text else text
         return text
 
-    out = []
+    records = []  # (problem, source index, record number in the source)
     for p in e.problems:
-        line = p.line
-        if p.file in index and line is not None:
-            got = con.execute(f"SELECT _line FROM _lines{index[p.file]} LIMIT 1 OFFSET {int(line) - 1}").fetchone()
+        i, line = index.get(p.file), p.line
+        if i is not None and line is not None:
+            got = con.execute(f"SELECT _line FROM _lines{i} LIMIT 1 OFFSET {int(line) - 1}").fetchone()
             line = got[0] if got else line
+        records.append((p, i, line))
+    at = {i: _file_lines(con, sources[i], f"_lines{i}", [n for _, j, n in records if j == i and n is not None])
+          for i in {j for _, j, _ in records if j is not None}}
+    out = []
+    for p, i, line in records:
+        if i is not None and line is not None:
+            line = at[i].get(line, line)
         column = f"{fields[p.column]} ({p.column})" if p.column in fields else p.column
         out.append(Problem(relabel(p.file), line, column, relabel(p.message)))
     return IngestError(out, e.total)
 
 
-def _relabel(result: IngestResult, sources: list[SourceFile], source: str) -> IngestResult:
-    """The result, and the committed batch's file list, naming the source files (their bytes and
-    digests), not the converted ones."""
-    files = tuple(FileReport(s.label, _sha256(s.path), f"{source}:{s.fmt}", f.rows)
-                  for s, f in zip(sources, result.files))
-    if result.batch_id and not result.dry_run:
-        with store.session() as s:
-            b = s.get(IngestBatch, result.batch_id)
-            if b is not None:
-                b.files = json.dumps([{"path": f.path, "sha256": f.sha256, "format": f.format, "rows": f.rows,
-                                       "bytes": src.path.stat().st_size} for f, src in zip(files, sources)])
-                s.add(b)
-                s.commit()
-    return IngestResult(**{**result.__dict__, "files": files})
+def _file_lines(con, src: SourceFile, table: str, numbers: list[int]) -> dict[int, int]:
+    """Record numbers of a source (as its relation counts them) -> the file's physical lines, as the
+    plain ingest reports them (blank lines and quoted line breaks counted)."""
+    if src.fmt == "parquet" or not numbers:
+        return {n: n for n in numbers}
+    rows = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return physical_lines(_Source(path=src.path, label=src.label, fmt=src.fmt, columns=[], rows=rows), numbers)
 
 
 def _sweep_stale(root: Path) -> None:

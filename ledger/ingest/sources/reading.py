@@ -1,9 +1,9 @@
 """Open a source file (CSV, JSON Lines or Parquet) as a DuckDB relation with its line numbers, and
 turn map paths into SQL over it: the adapters' only way to read a source (no per-row Python).
 
-Lines are as the plain ingest reports them for simple files: the CSV header is line 1 (a row is
-its position + 1; a quoted line break inside a field is not counted), JSON Lines count objects
-from 1, Parquet rows from 1.
+``_line`` counts records as the plain ingest's pass does (the CSV header is 1, JSON Lines objects
+and Parquet rows from 1); problems are told as the file's physical lines (blank lines and quoted
+line breaks counted) by ``rows.physical_lines``, as the plain ingest tells them.
 """
 from __future__ import annotations
 
