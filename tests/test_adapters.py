@@ -173,7 +173,7 @@ def test_from_needs_map_and_map_needs_from(ledger_home):
     r = run("ingest", "requests", str(SPEND), "--map", str(MAP))
     assert r.exit_code == 1 and "--map is read only with --from SOURCE" in r.output
     r = run("ingest", "requests", "--from", "langsmith", str(SPEND), "--map", str(MAP))
-    assert r.exit_code == 1 and "unknown source (one of litellm)" in r.output
+    assert r.exit_code == 1 and "unknown source (one of litellm, langfuse, otel, langfuse-scores)" in r.output
     r = run("ingest", "requests", "--help")
     assert "--from" in r.output and "--map" in r.output
 

@@ -25,11 +25,13 @@ from ..commit import ingest
 from ..opening import _sha256
 from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _Source
 from ..rows import physical_lines
-from . import litellm, mapfile
+from . import langfuse, langfuse_scores, litellm, mapfile, otel
 from .reading import SourceFile, open_source
 
-#: source name -> its adapter module (KIND, TABLES, MAPPABLE, BUILT_IN, columns, token_problems).
-SOURCES = {"litellm": litellm}
+#: source name -> its adapter module: KIND, TABLES, MAPPABLE, BUILT_IN, columns(src, m), table_problems(m); and
+#: optionally open_file (its own reader), prepare(con, m) (before any file), checks(m) (row problems of its
+#: own, over hidden ``_`` columns), LOOKED_UP (required columns it can find without the map).
+SOURCES = {"litellm": litellm, "langfuse": langfuse, "otel": otel, "langfuse-scores": langfuse_scores}
 SCRATCH = "_adapters"
 STALE_SECONDS = 24 * 3600
 
@@ -48,9 +50,10 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
     if not paths:
         raise IngestError([Problem(kind, None, None, "no files given")])
     must = tuple(c.name for c in facts.KINDS[kind].columns
-                 if c.required and c.name in adapter.MAPPABLE and c.name not in adapter.BUILT_IN)
+                 if c.required and c.name in adapter.MAPPABLE and c.name not in adapter.BUILT_IN
+                 and c.name not in getattr(adapter, "LOOKED_UP", ()))
     m = mapfile.load(Path(map_path), adapter.MAPPABLE, adapter.TABLES, must)
-    bad = adapter.token_problems(m)
+    bad = adapter.table_problems(m)
     if bad:
         raise IngestError([Problem(str(map_path), None, k, msg) for k, msg in bad])
     step = on_step or (lambda _m: None)
@@ -64,11 +67,15 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
         con.execute("SET TimeZone = 'UTC'")
         con.execute(f"SET temp_directory = {lit(str(work / 'spill'))}")
         con.execute("SET preserve_insertion_order = true")
+        prepare = getattr(adapter, "prepare", None)
+        if prepare:
+            prepare(con, m)
         converted, fields, sources = [], {}, []
         problems, total = [], 0
         for i, p in enumerate(paths):
             step(f"converting {p} from {source}")
-            src = open_source(con, Path(p), fmt, work / "links")
+            opener = getattr(adapter, "open_file", None)
+            src = opener(con, Path(p), fmt, work / "links", m) if opener else open_source(con, Path(p), fmt, work / "links")
             cols = adapter.columns(src, m)
             fields = {c: f for c, (_, f) in cols.items()}
             found, n = _convert(con, kind, src, cols, m, adapter, work / f"{i}.parquet", f"_lines{i}")
@@ -96,12 +103,25 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     `lines`; returns the map's own problems: a required column with nothing at its path and no default."""
     spec = facts.KINDS[kind]
     present = [c.name for c in spec.columns if c.name in cols]  # an optional column not given takes its default
-    select = ", ".join(f"{cols[c][0]} AS {q(c)}" for c in present)
+    hidden = [c for c in cols if c.startswith("_")]  # the adapter's own: for its checks, and `_where` for problems
+    select = ", ".join(f"{cols[c][0]} AS {q(c)}" for c in present + hidden)
     try:
-        con.execute(f"CREATE TEMP TABLE {lines} AS SELECT _line, {select} FROM ({src.relation}) ORDER BY _line")
+        con.execute(f"CREATE TEMP TABLE {lines} AS SELECT _line, {select} FROM ({src.rows()}) ORDER BY _line")
     except duckdb.Error as e:
         first = str(e).strip().splitlines()[0]
         return [Problem(src.label, None, None, f"cannot read as {src.fmt}: {first}")], 1
+    checks = adapter.checks(m) if hasattr(adapter, "checks") else []
+    if checks:
+        where = " OR ".join(f"coalesce({flag}, false)" for flag, _, _ in checks)
+        said = ", ".join(f"CASE WHEN coalesce({flag}, false) THEN {msg} END" for flag, _, msg in checks)
+        rows = con.execute(f"SELECT _line, [{said}] FROM {lines} WHERE {where} ORDER BY _line "
+                           f"LIMIT {MAX_PROBLEMS}").fetchall()
+        if rows:
+            n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
+            at = _file_lines(con, src, lines, [r[0] for r in rows])
+            found = [Problem(src.label, at.get(line, line), field, text)
+                     for line, said_row in rows for (_, field, _), text in zip(checks, said_row) if text is not None]
+            return found, max(n, len(found))
     mapped = [c.name for c in spec.columns
               if c.required and c.name in cols and (c.name not in m.columns or m.columns[c.name].default is None)]
     if mapped:
@@ -117,7 +137,8 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
             return found, max(n, len(found))
     names = ", ".join(q(c) for c in present)
     con.execute(f"COPY (SELECT {names} FROM {lines} ORDER BY _line) TO {lit(str(out))} ({PARQUET_OPTIONS})")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT _line FROM {lines} ORDER BY _line")
+    keep = ", _where" if "_where" in cols else ""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT _line{keep} FROM {lines} ORDER BY _line")
     return [], 0
 
 
@@ -132,21 +153,22 @@ def _translate(con, e: IngestError, converted: list[Path], sources: list[SourceF
             text = text.replace(conv, label) if text else text
         return text
 
-    records = []  # (problem, source index, record number in the source)
+    records = []  # (problem, source index, record number in the source, where in the record)
     for p in e.problems:
-        i, line = index.get(p.file), p.line
+        i, line, where = index.get(p.file), p.line, None
         if i is not None and line is not None:
-            got = con.execute(f"SELECT _line FROM _lines{i} LIMIT 1 OFFSET {int(line) - 1}").fetchone()
-            line = got[0] if got else line
-        records.append((p, i, line))
-    at = {i: _file_lines(con, sources[i], f"_lines{i}", [n for _, j, n in records if j == i and n is not None])
-          for i in {j for _, j, _ in records if j is not None}}
+            got = con.execute(f"SELECT * FROM _lines{i} LIMIT 1 OFFSET {int(line) - 1}").fetchone()
+            line, where = (got[0], got[1] if len(got) > 1 else None) if got else (line, None)
+        records.append((p, i, line, where))
+    at = {i: _file_lines(con, sources[i], f"_lines{i}", [n for _, j, n, _ in records if j == i and n is not None])
+          for i in {j for _, j, _, _ in records if j is not None}}
     out = []
-    for p, i, line in records:
+    for p, i, line, where in records:
         if i is not None and line is not None:
             line = at[i].get(line, line)
         column = f"{fields[p.column]} ({p.column})" if p.column in fields else p.column
-        out.append(Problem(relabel(p.file), line, column, relabel(p.message)))
+        message = relabel(p.message)
+        out.append(Problem(relabel(p.file), line, column, f"{message} ({where})" if where else message))
     return IngestError(out, e.total)
 
 
@@ -155,7 +177,7 @@ def _file_lines(con, src: SourceFile, table: str, numbers: list[int]) -> dict[in
     plain ingest reports them (blank lines and quoted line breaks counted)."""
     if src.fmt == "parquet" or not numbers:
         return {n: n for n in numbers}
-    rows = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    rows = con.execute(f"SELECT count(*) FROM ({src.base})" if src.base else f"SELECT count(*) FROM {table}").fetchone()[0]
     return physical_lines(_Source(path=src.path, label=src.label, fmt=src.fmt, columns=[], rows=rows), numbers)
 
 

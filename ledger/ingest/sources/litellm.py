@@ -17,9 +17,9 @@ The token rule (docs/adapters.md, with the LiteLLM code and issues it was checke
 """
 from __future__ import annotations
 
-from ..checks import lit
-from .mapfile import FieldPath, SourceMap, parse_path
+from .mapfile import SourceMap, parse_path
 from .reading import SourceFile, instant
+from .sql import cost, mapped, millis, path, plus, whole
 
 KIND = "requests"
 TABLES = ("tokens",)
@@ -31,25 +31,7 @@ MAPPABLE = {"request_id", "occurred_at", "tenant", "product", "model", "provider
 USAGE = "metadata.usage_object"
 
 
-def _p(text: str) -> FieldPath:
-    p = parse_path(text)
-    assert p is not None, text
-    return p
-
-
-def _int(text: str) -> str:
-    """SQL: a whole number's text as HUGEINT when it is one (else NULL)."""
-    return f"TRY_CAST(split_part(trim({text}), '.', 1) AS HUGEINT)"
-
-
-def _plus(a: str, b: str) -> str:
-    """SQL: the text of a + b when both are whole numbers (a blank b counts 0); else a's own text, for
-    the ingest to judge and report."""
-    return (f"(CASE WHEN {_int(a)} IS NOT NULL AND ({b} IS NULL OR {_int(b)} IS NOT NULL) "
-            f"THEN CAST({_int(a)} + coalesce({_int(b)}, 0) AS VARCHAR) ELSE {a} END)")
-
-
-def token_problems(m: SourceMap) -> list[tuple[str, str]]:
+def table_problems(m: SourceMap) -> list[tuple[str, str]]:
     """(key, message) for a ``[tokens]`` table this adapter does not understand."""
     t = m.extra.get("tokens", {})
     out = [(f"tokens.{k}", "unknown key (expected: usage, prompt_includes_cache)") for k in t
@@ -68,55 +50,36 @@ def columns(src: SourceFile, m: SourceMap) -> dict[str, tuple[str, str]]:
     usage = t.get("usage", USAGE)
     inclusive = t.get("prompt_includes_cache", True)
 
-    def at(path: str) -> str:
-        return src.value(_p(path))
+    def at(p: str) -> str:
+        return src.value(path(p))
 
     def u(sub: str) -> tuple[str, str]:
         return at(f"{usage}.{sub}"), f"{usage}.{sub}"
 
-    out: dict[str, tuple[str, str]] = {}
-    for col, path in BUILT_IN.items():
-        if col not in m.columns:
-            out[col] = (at(path), path)
-    for col, cm in m.columns.items():
-        v = src.value(cm.path)
-        out[col] = (f"coalesce(nullif({v}, ''), {lit(cm.default)})" if cm.default is not None else v, cm.path.text)
-    for col in ("occurred_at",):
-        out[col] = (instant(out[col][0], naive), out[col][1])
+    out = mapped(src, m, {col: (at(field), field) for col, field in BUILT_IN.items()})
+    out["occurred_at"] = (instant(out["occurred_at"][0], naive), out["occurred_at"][1])
     status, field = out["status"]
     out["status"] = (f"(CASE {status} WHEN 'success' THEN 'ok' WHEN 'failure' THEN 'error' ELSE {status} END)", field)
-    if m.pool_from is not None and m.pool_values:
-        key = src.value(m.pool_from)
-        cases = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in m.pool_values.items())
-        out["pool"] = (f"(CASE {key} {cases} END)", m.pool_from.text)
-        prov, pf = out["provider"]
-        out["provider"] = (f"(CASE WHEN ({key}) IN ({', '.join(lit(k) for k in m.pool_values)}) THEN NULL ELSE {prov} END)",
-                           pf)
     cached_a, cached_b = u("prompt_tokens_details.cached_tokens"), u("cache_read_input_tokens")
     cached = f"coalesce({cached_a[0]}, {cached_b[0]})"
     writes, writes_f = u("cache_creation_input_tokens")
     w1h, w1h_f = u("cache_creation_token_details.ephemeral_1h_input_tokens")
     prompt = at("prompt_tokens")
     out["input_tokens"] = ((prompt, "prompt_tokens") if inclusive else
-                           (_plus(_plus(prompt, cached), writes),
+                           (plus(prompt, cached, writes),
                             "prompt_tokens + cache_read_input_tokens + cache_creation_input_tokens"))
     out["cached_input_tokens"] = (cached, f"{cached_a[1]} or {cached_b[1]}")
-    five = (f"(CASE WHEN {_int(writes)} IS NOT NULL AND {_int(w1h)} IS NOT NULL "
-            f"THEN CAST({_int(writes)} - {_int(w1h)} AS VARCHAR) ELSE {writes} END)")
+    five = (f"(CASE WHEN {whole(writes)} IS NOT NULL AND {whole(w1h)} IS NOT NULL "
+            f"THEN CAST({whole(writes)} - {whole(w1h)} AS VARCHAR) ELSE {writes} END)")
     out["cache_write_input_tokens"] = (five, f"{writes_f} - {w1h_f}")
     out["cache_write_1h_input_tokens"] = (w1h, w1h_f)
     out["output_tokens"] = (at("completion_tokens"), "completion_tokens")
     out["reasoning_tokens"] = u("completion_tokens_details.reasoning_tokens")
-    start = f"TRY_CAST({instant(at('startTime'), naive)} AS TIMESTAMPTZ)"
-    first = f"TRY_CAST({instant(at('completionStartTime'), naive)} AS TIMESTAMPTZ)"
-    end = f"TRY_CAST({instant(at('endTime'), naive)} AS TIMESTAMPTZ)"
-    out["ttft_ms"] = (f"CAST((epoch_us({first}) - epoch_us({start})) / 1000.0 AS DOUBLE)",
-                      "completionStartTime - startTime")
-    out["latency_ms"] = (f"CAST((epoch_us({end}) - epoch_us({start})) / 1000.0 AS DOUBLE)", "endTime - startTime")
+    start, first, end = (instant(at(f), naive) for f in ("startTime", "completionStartTime", "endTime"))
+    out["ttft_ms"] = (millis(start, first), "completionStartTime - startTime")
+    out["latency_ms"] = (millis(start, end), "endTime - startTime")
     spend = at("spend")
-    num = f"TRY_CAST(trim({spend}) AS DOUBLE)"
-    out["reported_cost"] = (f"(CASE WHEN {num} IS NULL OR NOT isfinite({num}) THEN nullif({spend}, '') "
-                            f"ELSE coalesce(CAST(TRY_CAST(round({num}, 12) AS DECIMAL(38,12)) AS VARCHAR), {spend}) END)", "spend")
+    out["reported_cost"] = (cost(spend), "spend")
     if "reported_currency" not in out:
         out["reported_currency"] = (f"(CASE WHEN nullif({spend}, '') IS NOT NULL THEN 'USD' END)", "spend")
     return out

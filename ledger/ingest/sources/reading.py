@@ -7,7 +7,8 @@ line breaks counted) by ``rows.physical_lines``, as the plain ingest tells them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..checks import OFFSET_RE, lit, q
@@ -19,18 +20,24 @@ from .mapfile import FieldPath
 @dataclass
 class SourceFile:
     """A source file opened for an adapter: its `label` (as given), `fmt`, the SQL `relation` with
-    ``_line`` and its fields, and `types` of its top-level fields (JSON Lines: none, all JSON)."""
+    ``_line`` and its fields, `types` of its top-level fields (JSON Lines: none, all JSON), and `base`:
+    the relation of all the file's records when `relation` keeps only some (its record count maps
+    record numbers to the file's lines)."""
 
     path: Path
     label: str
     fmt: str
     relation: str
     types: dict[str, str]
+    base: str | None = None
+    #: JSON documents whose paths are asked for: SQL of the document -> (column name, JSON paths).
+    #: Each document is parsed once per row, for all its paths (``json_extract_string`` of a list).
+    docs: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
     def value(self, path: FieldPath) -> str:
-        """SQL: the text at `path` in a row (NULL when the row has nothing there)."""
+        """SQL: the text at `path` in a row (NULL when the row has nothing there), over :meth:`rows`."""
         if self.fmt == "jsonl":
-            return f"json_extract_string(_j, {lit(path.json_path(with_root=True))})"
+            return self._at("_j", path.json_path(with_root=True))
         t = self.types.get(path.root)
         if t is None:
             return "CAST(NULL AS VARCHAR)"
@@ -38,11 +45,30 @@ class SourceFile:
         if not path.rest:
             return col if t == "VARCHAR" else f"CAST({col} AS VARCHAR)"
         doc = f"(CASE WHEN json_valid({col}) THEN {col} END)" if t == "VARCHAR" else f"to_json({col})"
-        return f"json_extract_string({doc}, {lit(path.json_path())})"
+        return self._at(doc, path.json_path())
+
+    def _at(self, doc: str, json_path: str) -> str:
+        name, paths = self.docs.setdefault(doc, (f"_doc{len(self.docs)}_{uuid.uuid4().hex[:6]}", []))
+        if json_path not in paths:
+            paths.append(json_path)
+        return f"{name}[{paths.index(json_path) + 1}]"
+
+    def rows(self) -> str:
+        """The relation with the asked-for JSON values as list columns (one parse per document)."""
+        if not self.docs:
+            return self.relation
+        lists = ", ".join(f"json_extract_string({doc}, [{', '.join(lit(p) for p in paths)}]) AS {name}"
+                          for doc, (name, paths) in self.docs.items())
+        return f"SELECT *, {lists} FROM ({self.relation})"
 
     def has(self, path: FieldPath) -> bool:
         """Whether the file has the path's root field at all (JSON Lines: decided per row)."""
         return self.fmt == "jsonl" or path.root in self.types
+
+
+def kept(src: SourceFile, where: str) -> SourceFile:
+    """`src` with only the records for which the SQL condition `where` holds (line numbers kept)."""
+    return replace(src, relation=f"SELECT * FROM ({src.rows()}) WHERE {where}", base=src.base or src.relation, docs={})
 
 
 def instant(text: str, naive_utc: bool) -> str:

@@ -1,0 +1,71 @@
+"""SQL pieces the adapters share: paths written in code, whole numbers kept as text, sums of token
+parts, durations between two instants. Every value stays text until the plain ingest judges it, so
+a bad source value is reported as it was written, never turned into a number here."""
+from __future__ import annotations
+
+from .mapfile import FieldPath, parse_path
+
+
+def path(text: str) -> FieldPath:
+    """A path written in an adapter's code (always valid)."""
+    p = parse_path(text)
+    assert p is not None, text
+    return p
+
+
+def whole(text: str) -> str:
+    """SQL: a whole number's text (``12``, ``12.0``) as HUGEINT; NULL for anything else (``12.5``, ``x``)."""
+    t = f"trim(CAST({text} AS VARCHAR))"
+    return f"(CASE WHEN regexp_full_match({t}, '[+-]?[0-9]+(\\.0*)?') THEN TRY_CAST(split_part({t}, '.', 1) AS HUGEINT) END)"
+
+
+def plus(*parts: str) -> str:
+    """SQL: the text of the sum of `parts` (a blank part counts 0, but the first must be given); when
+    a part is not a whole number, that part's own text, for the ingest to judge and report."""
+    first, rest = parts[0], parts[1:]
+    bad = " ".join(f"WHEN nullif({p}, '') IS NOT NULL AND {whole(p)} IS NULL THEN {p}" for p in rest)
+    total = " + ".join([whole(first)] + [f"coalesce({whole(p)}, 0)" for p in rest])
+    return (f"(CASE WHEN {whole(first)} IS NULL THEN {first} {bad} ELSE CAST({total} AS VARCHAR) END)")
+
+
+def first_of(*texts: str) -> str:
+    """SQL: the first of `texts` that is not NULL or blank (NULL when none is)."""
+    return f"coalesce({', '.join(f'nullif({t}, {chr(39)}{chr(39)})' for t in texts)})"
+
+
+def millis(start: str, end: str) -> str:
+    """SQL: milliseconds from instant `start` to instant `end` (instants as ISO text with an offset);
+    NULL when either is missing or not an instant."""
+    a, b = f"TRY_CAST({start} AS TIMESTAMPTZ)", f"TRY_CAST({end} AS TIMESTAMPTZ)"
+    return f"CAST((epoch_us({b}) - epoch_us({a})) / 1000.0 AS DOUBLE)"
+
+
+def cost(text: str) -> str:
+    """SQL: a cost written as a JSON or CSV number (a double), as DECIMAL(38,12) text: rounded to 12
+    places here, explicitly (docs/adapters.md); a value that is not a number is kept for the ingest to
+    refuse."""
+    num = f"TRY_CAST(trim({text}) AS DOUBLE)"
+    return (f"(CASE WHEN {num} IS NULL OR NOT isfinite({num}) THEN nullif({text}, '') "
+            f"ELSE coalesce(CAST(TRY_CAST(round({num}, 12) AS DECIMAL(38,12)) AS VARCHAR), {text}) END)")
+
+
+def mapped(src, m, built_in: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The ledger columns an adapter gives `built_in` (``{column: (SQL, source field)}``), with the
+    map's own columns over them (a map column with a default takes it when the row has nothing there),
+    and the map's ``[pool]`` rule: a row whose `from` value is listed was served by that pool and has
+    no provider."""
+    from ..checks import lit
+
+    out = {c: v for c, v in built_in.items() if c not in m.columns}
+    for col, cm in m.columns.items():
+        v = src.value(cm.path)
+        out[col] = (f"coalesce(nullif({v}, ''), {lit(cm.default)})" if cm.default is not None else v, cm.path.text)
+    if m.pool_from is not None and m.pool_values:
+        key = src.value(m.pool_from)
+        cases = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in m.pool_values.items())
+        out["pool"] = (f"(CASE {key} {cases} END)", m.pool_from.text)
+        if "provider" in out:
+            prov, pf = out["provider"]
+            listed = ", ".join(lit(k) for k in m.pool_values)
+            out["provider"] = (f"(CASE WHEN ({key}) IN ({listed}) THEN NULL ELSE {prov} END)", pf)
+    return out
