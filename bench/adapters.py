@@ -61,6 +61,7 @@ import duckdb
 t = time.perf_counter()
 con = duckdb.connect()
 con.execute("SET TimeZone = 'UTC'")
+con.execute("SET enable_progress_bar = false")
 rows = con.execute(f"SELECT date_trunc('hour', CAST(startTime AS TIMESTAMP)) AS h, count(*), sum(prompt_tokens), "
                    f"sum(completion_tokens) FROM read_csv('{sys.argv[1]}') GROUP BY 1").fetchall()
 print(json.dumps({"seconds": time.perf_counter() - t, "groups": len(rows)}))

@@ -2,9 +2,22 @@
 
     python bench/allocate.py                 # 10M requests, medians of 3 runs
     python bench/allocate.py -n 1000000 --repeat 1
+    python bench/allocate.py --sizes 1000000,10000000,30000000,100000000 --repeat 3   # the scaling table
 
 Targets (not timed tests): a 10M-request month allocates in under 30 s, within 5x DuckDB's bare
-group-by of the same Parquet facts, with a peak RSS under 2 GB on a 2-core machine.
+group-by of the same Parquet facts, with a peak RSS under 2 GB on a 2-core machine; at every size
+of the scaling table, within 5x the bare group-by, and 100M requests with a peak RSS under 2.5 GB
+(docs/scale.md).
+
+Every DuckDB connection is the ledger's own (``ledger.duck.connect``): the memory limit of
+``LEDGER_MEMORY_LIMIT`` (default 25% of the machine, at most 2 GiB), spilling into a ledger home
+inside the bench's temp folder.
+
+The scaling table (``--sizes``): for each size the month is generated (in chunks of 10M requests
+above that, so that generation fits in memory too), then each repeat runs one fresh child that
+times the bare group-by and then the allocation on the same connection; the table shows the median
+allocation time, the median bare group-by, the median of each child's own ratio, and the largest
+peak RSS of the children (``wait4``).
 
 The requests and fleet come from ``bench/synth.py``. Outcomes (80% of tasks success, decided a
 minute after their last request) and two shared charges are derived here. Each measurement runs in
@@ -127,18 +140,42 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
-def prepare(n: int, seed: int, folder: Path) -> None:
-    """Write the month's facts as Parquet (requests, fleet, outcomes, charges)."""
-    import duckdb
+CHUNK = 10_000_000
+
+
+def _chunk(n: int, seed: int, first: int, total: int):
+    """Requests `first` .. `first + n - 1` of a month of `total`: synth's mix over the whole month,
+    with ids numbered from `first` and tasks drawn from the month's ``total // 3`` task ids."""
+    import numpy as np
     import pyarrow as pa
 
     import synth
 
-    requests = synth.generate_requests(n, seed)
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.register("t", requests)
-    con.execute(f"COPY t TO '{folder / 'requests.parquet'}' (FORMAT parquet)")
+    t = synth.generate_requests(n, seed)
+    if n == total:
+        return t
+    rng = np.random.default_rng([seed, first])
+    ids = np.char.add("r", np.arange(first, first + n).astype("U12"))
+    tasks = np.char.add("t", rng.integers(0, max(1, total // 3), size=n).astype("U12"))
+    t = t.set_column(t.schema.get_field_index("request_id"), "request_id", pa.array(ids))
+    return t.set_column(t.schema.get_field_index("task_id"), "task_id", pa.array(tasks))
+
+
+def prepare(n: int, seed: int, folder: Path) -> None:
+    """Write the month's facts as Parquet (requests in files of up to CHUNK rows, fleet, outcomes,
+    charges) and make the ledger home its connections spill into."""
+    import pyarrow as pa
+
+    import synth
+    from ledger import duck
+
+    (folder / "home").mkdir(exist_ok=True)
+    con = duck.connect("bench", home=folder / "home")
+    for i, first in enumerate(range(0, n, CHUNK)):
+        con.register("t", _chunk(min(CHUNK, n - first), seed + i, first, n))
+        con.execute(f"COPY t TO '{folder / f'requests-{i:03d}.parquet'}' (FORMAT parquet)")
+        con.unregister("t")
+    requests = f"read_parquet('{folder / 'requests-*.parquet'}')"
     fleet = pa.Table.from_pylist(synth.fleet_rows())
     con.register("f", fleet)
     con.execute(f"""COPY (SELECT interval_id, pool, "start"::TIMESTAMPTZ AS "start", "end"::TIMESTAMPTZ AS "end",
@@ -149,7 +186,7 @@ def prepare(n: int, seed: int, folder: Path) -> None:
     con.execute(f"""COPY (SELECT task_id, any_value(tenant) AS tenant, any_value(product) AS product,
                          CASE WHEN hash(task_id) % 10 < 8 THEN 'success' ELSE 'failure' END AS outcome,
                          max(occurred_at) + INTERVAL 1 MINUTE AS decided_at, 'tests-pass' AS criteria
-                  FROM read_parquet('{folder / 'requests.parquet'}') GROUP BY task_id)
+                  FROM {requests} GROUP BY task_id)
                   TO '{folder / 'outcomes.parquet'}' (FORMAT parquet)""")
     con.register("c", pa.Table.from_pylist(CHARGES))
     con.execute(f"""COPY (SELECT charge_id, period_start::TIMESTAMPTZ AS period_start,
@@ -160,22 +197,21 @@ def prepare(n: int, seed: int, folder: Path) -> None:
 
 
 def facts_connection(folder: Path):
-    """DuckDB views with the facts contract's columns over the bench's Parquet files."""
-    import duckdb
-
+    """DuckDB views with the facts contract's columns over the bench's Parquet files, on a ledger
+    connection (its memory limit, spilling into the bench's ledger home)."""
+    from ledger import duck
     from ledger.facts import KINDS
 
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
+    con = duck.connect("bench", home=folder / "home")
     booked = {"requests": "occurred_at", "meters": "occurred_at", "outcomes": "decided_at"}
     for kind, spec in KINDS.items():
-        path = folder / f"{kind}.parquet"
-        if not path.exists():
+        path = folder / (f"{kind}-*.parquet" if kind == "requests" else f"{kind}.parquet")
+        if not (kind == "requests" or path.exists()):
             from ledger.facts import empty_select
 
             con.execute(f"CREATE VIEW {kind} AS {empty_select(kind)}")
             continue
-        have = {r[0] for r in con.execute(f"SELECT name FROM parquet_schema('{path}')").fetchall()}
+        have = {r[0] for r in con.execute(f"SELECT DISTINCT name FROM parquet_schema('{path}')").fetchall()}
         # a column synth.py does not write (cache writes, service tier) reads as its default, as in the ledger
         cols = ", ".join(f'CAST("{c.name}" AS {c.type}) AS "{c.name}"' if c.name in have else
                          f'CAST({c.default} AS {c.type}) AS "{c.name}"' for c in spec.columns)
@@ -193,10 +229,13 @@ def child(what: str, folder: Path) -> dict:
     import synth
 
     con = facts_connection(folder)
-    if what == "duckdb":
+    bare: dict = {}
+    if what in ("duckdb", "pair"):
         t0 = time.perf_counter()
         rows = len(con.execute(BARE_GROUP_BY).fetchall())
-        return {"seconds": time.perf_counter() - t0, "peak_rss_mb": peak_rss_mb(), "groups": rows}
+        bare = {"bare_seconds": time.perf_counter() - t0, "groups": rows}
+        if what == "duckdb":
+            return {"seconds": bare["bare_seconds"], "peak_rss_mb": peak_rss_mb(), "groups": rows}
     book, problems = parse_book(BOOK, "bench.toml")
     assert not problems, problems
     stages: list[tuple[str, float]] = []
@@ -206,7 +245,8 @@ def child(what: str, folder: Path) -> dict:
     seconds = time.perf_counter() - t0
     ends = [t for _, t in stages[1:]] + [t0 + seconds]
     out = {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "lines": len(alloc.lines), "total": str(alloc.total),
-           "flags": len(alloc.flags), "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)}}
+           "flags": len(alloc.flags), "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)},
+           "memory_limit": con.execute("SELECT current_setting('memory_limit')").fetchone()[0], **bare}
     if what == "write":
         os.environ["LEDGER_HOME"] = str(folder / "home")
         os.environ.pop("LEDGER_DATABASE_URL", None)
@@ -222,14 +262,66 @@ def child(what: str, folder: Path) -> dict:
 
 
 def measure(what: str, folder: Path, repeat: int) -> list[dict]:
+    """`repeat` runs of `what`, each in a fresh child; its peak RSS (MiB) is read with wait4."""
     results = []
     for _ in range(repeat):
-        p = subprocess.run([sys.executable, __file__, "--child", what, "--folder", str(folder)],
-                           capture_output=True, text=True, check=False)
-        if p.returncode != 0:
-            sys.exit(f"{what} run failed:\n{p.stderr}")
-        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        with tempfile.TemporaryFile("w+") as errs:
+            proc = subprocess.Popen([sys.executable, __file__, "--child", what, "--folder", str(folder)],
+                                    stdout=subprocess.PIPE, stderr=errs, text=True)
+            out = proc.stdout.read()
+            proc.stdout.close()
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                errs.seek(0)
+                sys.exit(f"{what} run failed ({proc.returncode}):\n{errs.read()}")
+        result = json.loads(out.strip().splitlines()[-1])
+        result["peak_rss_mb"] = usage.ru_maxrss / 1024
+        results.append(result)
     return results
+
+
+def generate(n: int, seed: int, folder: Path) -> float:
+    """The month's facts, written by a child (Linux keeps a process's peak RSS across fork and exec,
+    so a parent that had held the generated month would lend its peak to every measurement)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, __file__, "--child", "prepare", "--folder", str(folder), "-n", str(n),
+                    "--seed", str(seed)], check=True)
+    return time.perf_counter() - t0
+
+
+def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool) -> None:
+    """The scaling table: per size, the median allocation, bare group-by and paired ratio, and the
+    largest peak RSS, each repeat in one fresh child."""
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
+            made = generate(n, seed, Path(tmp))
+            runs = measure("pair", Path(tmp), repeat)
+        row = {"requests": n, "generate_seconds": round(made, 1), "repeat": repeat,
+               "allocate_seconds": round(statistics.median(r["seconds"] for r in runs), 2),
+               "bare_seconds": round(statistics.median(r["bare_seconds"] for r in runs), 2),
+               "ratio": round(statistics.median(r["seconds"] / r["bare_seconds"] for r in runs), 2),
+               "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs)),
+               "memory_limit": runs[0]["memory_limit"], "lines": runs[0]["lines"], "total": runs[0]["total"],
+               "all_allocate_seconds": [round(r["seconds"], 2) for r in runs],
+               "all_bare_seconds": [round(r["bare_seconds"], 2) for r in runs],
+               "stages": runs[0]["stages"]}
+        rows.append(row)
+        if not as_json:
+            print(f"{n:,} requests: allocate {row['allocate_seconds']} s, bare group-by {row['bare_seconds']} s, "
+                  f"ratio {row['ratio']}x, peak RSS {row['peak_rss_mb']} MiB (generated in {made:.0f} s)", flush=True)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    print()
+    print("| requests | allocate (s) | bare group-by (s) | ratio | peak RSS (MiB) | memory limit | lines |")
+    print("|---:|---:|---:|---:|---:|---|---:|")
+    for r in rows:
+        print(f"| {r['requests']:,} | {r['allocate_seconds']:.2f} | {r['bare_seconds']:.2f} | {r['ratio']:.2f}x | "
+              f"{r['peak_rss_mb']:,} | {r['memory_limit']} | {r['lines']:,} |")
+    print(f"\nmedians of {repeat} runs (ratio: the median of each run's own ratio), peak RSS the largest; each "
+          f"run in a fresh process; {os.cpu_count()} CPUs")
 
 
 def main() -> None:
@@ -237,7 +329,9 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=10_000_000, help="requests in the month (default 10M)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are printed")
-    ap.add_argument("--child", choices=["prepare", "allocate", "write", "duckdb"], help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", help="the scaling table: comma-separated request counts, e.g. 1000000,10000000")
+    ap.add_argument("--json", action="store_true", help="the scaling table as JSON")
+    ap.add_argument("--child", choices=["prepare", "allocate", "write", "duckdb", "pair"], help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child == "prepare":
@@ -246,14 +340,13 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
         return
+    if args.sizes:
+        scaling([int(x.replace("_", "")) for x in args.sizes.split(",")], args.seed, args.repeat, args.json)
+        return
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         folder = Path(tmp)
-        t0 = time.perf_counter()
-        # generation runs in a child too: Linux keeps a process's peak RSS across fork and exec, so a
-        # parent that had held the generated month would lend its peak to every measurement
-        subprocess.run([sys.executable, __file__, "--child", "prepare", "--folder", str(folder), "-n", str(args.n),
-                        "--seed", str(args.seed)], check=True)
-        print(f"{args.n:,} requests generated and written as Parquet in {time.perf_counter() - t0:.1f} s")
+        made = generate(args.n, args.seed, folder)
+        print(f"{args.n:,} requests generated and written as Parquet in {made:.1f} s")
         bare = measure("duckdb", folder, args.repeat)
         engine = measure("allocate", folder, args.repeat)
         written = measure("write", folder, 1)[0]

@@ -15,9 +15,12 @@ from pages import _common as ui  # noqa: E402  (set_page_config must come first)
 PAGES = {
     # The default page is served at the root URL.
     "Finance": [st.Page("pages/unit_economics.py", title="Unit economics", icon=":material/payments:",
-                        default=True)],
+                        default=True),
+                st.Page("pages/reconcile.py", title="Bill reconciliation", icon=":material/receipt:",
+                        url_path="reconcile")],
     "Product owners": [st.Page("pages/tenants.py", title="Tenants", icon=":material/groups:", url_path="tenants")],
-    "Capacity": [st.Page("pages/sizing_budget.py", title="Sizing and budget", icon=":material/dns:",
+    "Capacity": [st.Page("pages/workload.py", title="Workload", icon=":material/monitoring:", url_path="workload"),
+                 st.Page("pages/sizing_budget.py", title="Sizing and budget", icon=":material/dns:",
                          url_path="sizing-budget"),
                  st.Page("pages/forecast_actual.py", title="Forecast vs actual", icon=":material/compare_arrows:",
                          url_path="forecast-vs-actual")],

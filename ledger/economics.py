@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal, localcontext
 
-from .allocate import CATEGORIES, KINDS, Allocation, Flag, Line, Tasks, Usage, period_label
+from .allocate import CATEGORIES, KINDS, VARIANCE, Allocation, Flag, Line, Tasks, Usage, period_label
 from .money import ZERO, fmt, quantize
 
 BY = ("tenant", "product", "model")
@@ -113,7 +113,8 @@ class Row:
 @dataclass(frozen=True)
 class Report:
     """Unit economics `by` tenant, product or model over one run; `tenants` the filter (None: all).
-    `unattributed` holds the lines that belong to no tenant (idle_slack, idle_reserve, unallocated);
+    `unattributed` holds the lines that belong to no tenant (idle_slack, idle_reserve, unallocated;
+    a true-up run's variance on no tenant under `variance`, while a tenant's variance is its cost);
     `total` is the run total, `gpu_total` all GPU cost of the run (the share-of-GPU denominator),
     `successful_tasks` every task of the run with outcome success decided in the period (all
     tenants, whatever the filter: the all-in denominator)."""
@@ -191,8 +192,9 @@ def unit_economics(data: RunData, *, by: str = "tenant", tenants: Sequence[str] 
         total += ln.amount
         if ln.category == "gpu":
             gpu_total += ln.amount
-        if ln.kind != "tenant":
-            unattributed[ln.kind] += ln.amount
+        if ln.kind != "tenant" and not (ln.kind == VARIANCE and ln.tenant is not None):
+            # idle, unallocated, and a true-up's variance on no tenant (only a true-up run has that key)
+            unattributed[ln.kind] = unattributed.get(ln.kind, ZERO) + ln.amount
             continue
         if not keep(ln.tenant):
             continue
@@ -287,11 +289,11 @@ def summary(allocation: Allocation, *, run_id: str, created_at: datetime | None 
     data = run_data_of(allocation, run_id=run_id, created_at=created_at, code_version=code_version,
                        inputs_digest=inputs_digest)
     report = unit_economics(data, by="tenant")
-    by_kind = {k: ZERO for k in KINDS}
+    by_kind = {k: ZERO for k in KINDS}  # a true-up run adds "variance"
     by_cat = {c: ZERO for c in CATEGORIES}
     failed = ZERO
     for ln in allocation.lines:
-        by_kind[ln.kind] += ln.amount
+        by_kind[ln.kind] = by_kind.get(ln.kind, ZERO) + ln.amount
         by_cat[ln.category] += ln.amount
         if ln.work == "failed":
             failed += ln.amount
@@ -322,4 +324,5 @@ def summary(allocation: Allocation, *, run_id: str, created_at: datetime | None 
                    "active_tokens": u.active_tokens, "failed_requests": u.failed_requests} for u in allocation.usage],
         "tasks": [{"tenant": t.tenant, "product": t.product, "success": t.success, "failure": t.failure,
                    "unknown": t.unknown, "criteria": list(t.criteria)} for t in allocation.tasks],
+        **({"true_up": allocation.true_up} if allocation.true_up is not None else {}),
     }

@@ -8,8 +8,8 @@ Every kind's file has the input columns of DESIGN §3 with exact types (money an
 DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
 
 - ``booked_at``: the instant the row counts at for allocation: ``occurred_at`` (requests, meters),
-  ``decided_at`` (outcomes); for a row ingested ``--as-adjustment`` into an open period, the
-  start of that period.
+  ``decided_at`` (outcomes), ``charge_period_start`` (bill rows); for a row ingested
+  ``--as-adjustment`` into an open period, the start of that period.
 
 A column added to a kind after some facts were written (the requests' cache writes and service
 tier, and the source's own cost, ``reported_cost`` and ``reported_currency``, kept beside ours by
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import config
+from . import config, duck
 from .pricebook.records import SERVICE_TIERS as _SERVICE_TIERS
 
 
@@ -60,6 +60,9 @@ class Kind:
 
 QTY = "DECIMAL(38,9)"
 MONEY = "DECIMAL(38,6)"
+#: Bill money and quantities: AWS types them as doubles; 12 places keep every value written with up
+#: to 12 (the ingest refuses more, never rounds), as the requests' reported_cost.
+BILL_MONEY = "DECIMAL(38,12)"
 
 KINDS: dict[str, Kind] = {
     "requests": Kind("requests", (
@@ -132,6 +135,39 @@ KINDS: dict[str, Kind] = {
         Column("allocate", "VARCHAR"),
     ), key=("charge_id",), dated_by=("period_start", "period_end"),
        categories=("category", "currency", "allocate")),
+    # A cloud bill's cost-and-usage rows, FinOps FOCUS columns under ledger names (ledger.ingest.bill
+    # converts a FOCUS file; docs/reconcile.md). Money is signed (credits, corrections) and kept at
+    # 12 places, as written; a row has no id of its own: `line_id` is derived from its content.
+    "bill": Kind("bill", (
+        Column("line_id", "VARCHAR"),
+        Column("charge_period_start", "TIMESTAMPTZ"),
+        Column("charge_period_end", "TIMESTAMPTZ"),
+        Column("billing_period_start", "TIMESTAMPTZ", False),
+        Column("charge_category", "VARCHAR"),
+        Column("charge_class", "VARCHAR", False),
+        Column("provider", "VARCHAR"),
+        Column("service_name", "VARCHAR"),
+        Column("service_category", "VARCHAR", False),
+        Column("billing_account_id", "VARCHAR", False),
+        Column("resource_id", "VARCHAR", False),
+        Column("resource_name", "VARCHAR", False),
+        Column("region", "VARCHAR", False),
+        Column("sku_id", "VARCHAR", False),
+        Column("sku_price_id", "VARCHAR", False),
+        Column("pricing_category", "VARCHAR", False),
+        Column("commitment_discount_id", "VARCHAR", False),
+        Column("consumed_quantity", BILL_MONEY, False),
+        Column("consumed_unit", "VARCHAR", False),
+        Column("billed_cost", BILL_MONEY),
+        Column("effective_cost", BILL_MONEY),
+        Column("list_cost", BILL_MONEY),
+        Column("billing_currency", "VARCHAR"),
+        Column("description", "VARCHAR", False),
+        Column("tags", "VARCHAR", False),
+        Column("extras", "VARCHAR", False),
+    ), key=("line_id",), dated_by=("charge_period_start",),
+       categories=("charge_category", "charge_class", "provider", "service_name", "service_category", "region",
+                   "pricing_category", "consumed_unit", "billing_currency")),
 }
 
 REQUEST_STATUSES = ("ok", "error", "timeout", "cancelled")
@@ -141,6 +177,9 @@ OUTCOMES = ("success", "failure")
 FLEET_ROLES = ("serving", "failure_reserve", "canary", "warm_reserve", "maintenance")
 RESERVE_ROLES = FLEET_ROLES[1:]
 CHARGE_CATEGORIES = ("observability", "evaluation", "engineering_ops", "storage", "network", "tools", "other")
+#: FOCUS ChargeCategory (1.0 to 1.3) and ChargeClass (empty for a regular row).
+BILL_CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
+BILL_CHARGE_CLASSES = ("Correction",)
 BOOKKEEPING = (("booked_at", "TIMESTAMPTZ"),)
 
 
@@ -185,7 +224,7 @@ def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
     listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
     names = KINDS[kind].names + [n for n, _ in BOOKKEEPING]
     local = con is None
-    con = con or duckdb.connect()
+    con = con or duck.connect("footers")
     try:
         rows = con.execute(f"SELECT file_name, list(name) FROM parquet_schema([{listing}]) "
                            "GROUP BY file_name").fetchall()
@@ -215,8 +254,8 @@ def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
 def connect(committed: dict[str, list[str]], home: Path | None = None,
             con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per kind (``requests``, ``meters``, ``outcomes``, ``fleet``,
-    ``charges``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC."""
-    con = con or duckdb.connect()
+    ``charges``, ``bill``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC."""
+    con = con or duck.connect("facts", home=home)
     con.execute("SET TimeZone = 'UTC'")
     for kind in KINDS:
         con.execute(f"CREATE OR REPLACE VIEW {kind} AS {source_sql(kind, committed.get(kind, []), home, con)}")

@@ -215,9 +215,10 @@ class AllocationRun(SQLModel, table=True):
 
 
 class AllocationLine(SQLModel, table=True):
-    """One line of a run. `kind` is tenant, idle_slack, idle_reserve or unallocated (an explicit
-    column, never a name suffix); `work` succeeded or failed; `shared_from` is idle_slack or
-    idle_reserve on a tenant line that carries its share of idle (policy ``share``), else null;
+    """One line of a run. `kind` is tenant, idle_slack, idle_reserve, unallocated or (a true-up run
+    only) variance (an explicit column, never a name suffix); `work` succeeded or failed;
+    `shared_from` is idle_slack or idle_reserve on a tenant line that carries its share of idle
+    (policy ``share``), on a variance line the idle or unallocated kind it was spread over, else null;
     `quantity` in `unit` (GPU-seconds, tokens, the meter's unit); `amount` in `currency`, exact."""
 
     __tablename__ = "allocation_line"

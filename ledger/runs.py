@@ -23,6 +23,7 @@ from .allocate import Allocation, Flag, Line, Policy, Tasks, Usage, allocate
 from .economics import Report, RunData, RunInfo, summary, unit_economics
 from .models import AllocationLine, AllocationRun, utcnow
 from .pricebook import Book, PriceIndex
+from .reconcile import BillMap, read_bill, true_up
 
 
 class RunError(ValueError):
@@ -42,21 +43,27 @@ def code_version() -> str:
 
 
 def inputs_digest(*, batches: dict[str, list[str]], books: Sequence[Book], start: datetime, end: datetime,
-                  policy: Policy) -> str:
-    """SHA-256 over what a run depends on: the committed batch ids, the price books (ref and
-    content digest), the period and the policy. Same digest, same facts and rules."""
-    doc = {"batches": {k: sorted(v) for k, v in sorted(batches.items())},
+                  policy: Policy, true_up: dict | None = None) -> str:
+    """SHA-256 over what a run depends on: the committed batch ids of the usage (bills are not read
+    by a plain run, so they are left out), the price books (ref and content digest), the period and
+    the policy; for a true-up run also the bill batches it used and its map's digest (`true_up`).
+    Same digest, same facts and rules."""
+    doc = {"batches": {k: sorted(v) for k, v in sorted(batches.items()) if k != "bill"},
            "books": sorted(f"{b.ref}:{b.digest}" for b in books),
            "period": [start.astimezone(timezone.utc).isoformat(), end.astimezone(timezone.utc).isoformat()],
            "policy": policy.as_dict()}
+    if true_up is not None:
+        doc["true_up"] = true_up
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Policy = Policy(),
-                    home: Path | None = None, progress: Callable[[str], None] | None = None
-                    ) -> tuple[AllocationRun, Allocation]:
+                    home: Path | None = None, progress: Callable[[str], None] | None = None,
+                    bill_map: BillMap | None = None) -> tuple[AllocationRun, Allocation]:
     """Allocate ``[start, end)`` over the ledger's committed facts and loaded price books, and write
-    the run. Raises :class:`~ledger.allocate.AllocationError` (nothing written) or RunError."""
+    the run. With a `bill_map`, the run is a true-up (``allocate --true-up``): the period's bill
+    placed by the map, each resource's variance booked as variance lines (:mod:`ledger.reconcile`).
+    Raises :class:`~ledger.allocate.AllocationError` (nothing written), ReconcileError or RunError."""
     books = store.books_from_store(s)
     if not books:
         raise RunError("no price books are loaded: run `ledger pricebook load`")
@@ -67,7 +74,14 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
         alloc = allocate(con, start=start, end=end, prices=index, policy=policy, progress=progress)
     finally:
         con.close()
-    digest = inputs_digest(batches=batches, books=index.books, start=start, end=end, policy=policy)
+    used = None
+    if bill_map is not None:
+        if progress:
+            progress("truing up to the bill")
+        bill = read_bill(s, bill_map, start=start, end=end, currency=policy.currency, prices=index, home=home)
+        alloc = true_up(alloc, bill, bill_map)
+        used = {"bill_batches": list(bill.batches), "bill_map": bill_map.sha256}
+    digest = inputs_digest(batches=batches, books=index.books, start=start, end=end, policy=policy, true_up=used)
     run = write_run(s, allocation=alloc, inputs_digest=digest, code_version=code_version())
     return run, alloc
 

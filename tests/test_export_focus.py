@@ -53,8 +53,9 @@ def test_focus_export_of_the_demo_month_passes_the_validator(ledger_home, tmp_pa
 
     result = demo.run_demo()
     out = tmp_path / "focus.csv"
-    r = runner.invoke(app, ["export", "--period", "2026-10", "--focus", str(out)])
+    r = runner.invoke(app, ["export", "--period", "2026-10", "--focus", str(out), "--focus-version", "1.0"])
     assert r.exit_code == 0, r.output
+    assert "FOCUS 1.0 CSV" in r.output
 
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert list(rows[0]) == list(COLUMNS) and set(FOCUS_COLUMNS) <= set(rows[0])

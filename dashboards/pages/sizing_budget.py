@@ -44,7 +44,8 @@ def measured_slas(curve) -> str:
 
 def apply_pool(pool) -> None:
     """Take the plan pool's parameters (TPM, SLAs, replica size, util, reserves, device and price key)."""
-    slas = sorted({*(float(x) for x in measured_slas(pool.curve).split(",") if x), float(pool.sla)})
+    own = [pool.sla] if pool.sla is not None else [t.sla for t in pool.tiers]  # a tiered pool: its tiers' SLAs
+    slas = sorted({*(float(x) for x in measured_slas(pool.curve).split(",") if x), *(float(v) for v in own)})
     st.session_state.update({
         "sz_tpm": float(pool.tpm), "sz_gpr": int(pool.gpus_per_replica), "sz_util": float(pool.util),
         "sz_failure": pool.reserves.failure, "sz_canary": pool.reserves.canary, "sz_warm": pool.reserves.warm,
@@ -302,7 +303,8 @@ with budget_tab:
         pools = all_pools[all_pools["scenario"] == detail]
         st.markdown(f"**Pools, scenario {detail}** (a month splits where a price changes)")
         ui.table(pd.DataFrame({
-            "pool": pools["pool"], "month": pools["month"], "sizing": pools["status"],
+            "pool": [f"{p} {part}".strip() for p, part in zip(pools["pool"], pools["part"], strict=True)],
+            "month": pools["month"], "sizing": pools["status"],
             "TPM": pools["tpm"].map(lambda v: f.number(v, 0)),
             "replicas": [f"{s}+{r}" if r else f"{s}"
                          for s, r in zip(pools["replicas_serving"], pools["replicas_reserve"], strict=True)],

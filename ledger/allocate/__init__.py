@@ -10,5 +10,5 @@ from .engine import allocate
 from .gpu import Coefficient, _apply_gpu_split, gpu_coefficients
 from .pricing import PoolHour, meter_category, price_fleet, price_meters, price_provider
 from .records import (BASES, CATEGORIES, CHARGE_CATEGORY, DAY_US, EPOCH, FLAG_KINDS, HOUR_US, IDLE_POLICIES, KINDS,
-                      TOKEN_BUCKETS, TOKEN_METERS, WORK, Allocation, AllocationError, Flag, Line, Policy, Tasks, Usage,
-                      Weights, parse_weights, period_label)
+                      LINE_KINDS, TOKEN_BUCKETS, TOKEN_METERS, VARIANCE, WORK, Allocation, AllocationError, Flag, Line,
+                      Policy, Tasks, Usage, Weights, parse_weights, period_label)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -9,6 +10,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .. import console, runs
+from ..reconcile import ReconcileError, map_for
 from . import BASES, IDLE_POLICIES, AllocationError, Policy, parse_weights
 
 
@@ -24,9 +26,24 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                      None, "--allow-pool-without-fleet", metavar="POOL",
                      help="accept requests on POOL with no serving fleet interval in the period (no GPU cost "
                           "exists for them; the run's notes say so); repeatable"),
+                 true_up: bool = typer.Option(False, "--true-up",
+                                              help="allocate the billed amount: each resource's variance (billed − "
+                                                   "priced) spread over its lines as variance lines "
+                                                   "(docs/reconcile.md)"),
+                 bill_map: Optional[Path] = typer.Option(None, "--bill-map",
+                                                         help="with --true-up: the bill map (TOML); default: "
+                                                              "bill-map.toml in the ledger home"),
                  as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON")) -> None:
     """Price every resource of the period, allocate it, check conservation, and write an immutable run."""
     start, end = console.period_bounds(period, frm, to)
+    if bill_map is not None and not true_up:
+        console.fail("--bill-map is read only with --true-up")
+    the_map = None
+    if true_up:
+        try:
+            the_map = map_for(bill_map)
+        except ReconcileError as e:
+            console.fail(e.problems)
     try:
         policy = Policy(idle=idle, basis=basis, currency=currency.upper(), weights=parse_weights(weights or []),
                         allow_pool_without_fleet=tuple(sorted({p.strip() for p in allow_no_fleet or []})))
@@ -39,10 +56,12 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
         task = bar.add_task("allocating", total=None)
         try:
             with console.Ledger() as s:
-                run, alloc = runs.allocate_period(s, start=start, end=end, policy=policy,
+                run, alloc = runs.allocate_period(s, start=start, end=end, policy=policy, bill_map=the_map,
                                                   progress=lambda stage: bar.update(task, description=stage))
                 doc = runs.load_summary(run)
         except AllocationError as e:
+            console.fail(e.problems)
+        except ReconcileError as e:  # the true-up cannot be made
             console.fail(e.problems)
         except runs.RunError as e:
             console.fail(str(e))
@@ -71,6 +90,11 @@ def _print_summary(doc: dict) -> None:
         if Decimal(v) != 0:
             t.add_row(f"  {k}", v)
     console.out.print(t)
+    tu = doc.get("true_up")
+    if tu:
+        console.out.print(f"true-up: priced {tu['priced_total']} · billed {tu['billed_total']} · variance "
+                          f"{tu['variance_total']} (unmatched {tu['unmatched']}) · bill batches "
+                          f"{', '.join(tu['bill_batches'])} · map {tu['bill_map']['path']}", markup=False)
     flags: dict = {}
     for f in doc["flags"]:
         flags[(f["kind"], f["pool"])] = flags.get((f["kind"], f["pool"]), 0) + 1

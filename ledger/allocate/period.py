@@ -39,6 +39,17 @@ def _weight_sql(con: duckdb.DuckDBPyConnection, policy: Policy) -> tuple[str, st
     return "r.input_tokens + r.output_tokens", ""
 
 
+#: A request's time bucket in microseconds: the day for provider requests, the hour on a pool.
+_DAY_OR_HOUR_US = "CASE WHEN r.pool IS NULL THEN 86400000000 ELSE 3600000000 END"
+
+
+def _floor_us(us: str, unit: str) -> str:
+    """`us` (epoch microseconds) rounded down to a multiple of `unit`: the start of its UTC hour or day,
+    as ``epoch_us(date_trunc(...))`` in UTC, in integer arithmetic (ICU's calendar per row costs more
+    than the rest of the pass). The double modulo rounds instants before 1970 down too."""
+    return f"{us} - ({us} % ({unit}) + ({unit})) % ({unit})"
+
+
 def _epoch_sql(col: str, boundaries: Sequence[datetime]) -> str:
     """The index of the span between price or FX changes that `col` falls in."""
     if not boundaries:
@@ -89,7 +100,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _groups AS
         SELECT r.pool, CASE WHEN r.pool IS NULL THEN r.provider END AS provider,
-               epoch_us(date_trunc(CASE WHEN r.pool IS NULL THEN 'day' ELSE 'hour' END, r.booked_at)) AS hour,
+               {_floor_us('epoch_us(r.booked_at)', _DAY_OR_HOUR_US)} AS hour,
                r.tenant, r.product, r.model,
                CASE WHEN r.status <> 'ok' OR f.task_id IS NOT NULL THEN 'failed' ELSE 'succeeded' END AS work,
                CASE WHEN r.pool IS NULL THEN coalesce(r.region, '*') ELSE '' END AS region,

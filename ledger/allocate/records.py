@@ -13,6 +13,11 @@ from ..money import ZERO
 IDLE_POLICIES = ("separate", "share")
 BASES = ("active_tokens", "kv_token_seconds")
 KINDS = ("tenant", "idle_slack", "idle_reserve", "unallocated")
+#: The kind of a true-up's lines (``allocate --true-up``, ledger.reconcile): a resource's variance,
+#: billed − priced, spread over the lines it produced. Only a true-up run has them, so the documents
+#: of every other run keep the four kinds above.
+VARIANCE = "variance"
+LINE_KINDS = KINDS + (VARIANCE,)
 CATEGORIES = ("gpu", "provider_tokens", "tool", "egress", "observability", "storage", "evaluation",
               "engineering_ops", "network", "other")
 WORK = ("succeeded", "failed")
@@ -125,7 +130,8 @@ def _scale(w: Weights) -> int:
 @dataclass(frozen=True)
 class Line:
     """One allocation line. `day` (UTC date), `kind` (tenant | idle_slack | idle_reserve |
-    unallocated), `tenant` (None unless kind is tenant), `product`, `model`, `pool`, `provider`,
+    unallocated | variance), `tenant` (None unless kind is tenant, or variance spread over a tenant's
+    line), `product`, `model`, `pool`, `provider`,
     `category` (one of CATEGORIES), `work` (succeeded | failed), `shared_from` (idle_slack or
     idle_reserve on a tenant's share of idle under policy share), `quantity` in `unit` (active
     tokens for request lines, GPU-seconds for idle, the meter's unit, seconds for charges), and
@@ -146,7 +152,7 @@ class Line:
     amount: Decimal
 
     def sort_key(self) -> tuple:
-        return (self.day, KINDS.index(self.kind), self.tenant or "", self.product or "", self.model or "",
+        return (self.day, LINE_KINDS.index(self.kind), self.tenant or "", self.product or "", self.model or "",
                 self.pool or "", self.provider or "", self.category, self.work, self.shared_from or "", self.unit)
 
 
@@ -188,8 +194,10 @@ class Tasks:
 @dataclass(frozen=True)
 class Allocation:
     """The result of :func:`allocate`: period ``[start, end)``, the policy, `price_books`
-    (``name@version``), `total` (Σ priced resources), `lines` (Σ amount == total), `flags`, `notes`,
-    `usage` and `tasks` (for unit economics), and the `regions` the priced usage ran in."""
+    (``name@version``), `total` (Σ priced resources; after a true-up, plus Σ variance), `lines`
+    (Σ amount == total), `flags`, `notes`, `usage` and `tasks` (for unit economics), the `regions`
+    the priced usage ran in, and `true_up` (None, or what a true-up used and found: its bill
+    batches, map, and priced, billed and variance totals; recorded in the run's summary)."""
 
     start: datetime
     end: datetime
@@ -202,6 +210,7 @@ class Allocation:
     usage: tuple[Usage, ...]
     tasks: tuple[Tasks, ...]
     regions: tuple[str, ...] = ()
+    true_up: dict | None = None
 
     @property
     def currency(self) -> str:

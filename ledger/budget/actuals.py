@@ -8,6 +8,7 @@ from decimal import Decimal, localcontext
 
 from ..allocate import CATEGORIES
 from ..money import ZERO, quantize
+from .drivers import Actuals, Drivers, explain
 from .forecast import Budget
 from .plan import BudgetError
 
@@ -31,7 +32,8 @@ class CompareRow:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A month's base forecast beside an allocation run: rows per category and per pool, and the totals."""
+    """A month's base forecast beside an allocation run: rows per category and per pool, and the
+    totals; `drivers`, when the month's actual usage was given, splits the error (drivers.Drivers)."""
 
     month: str
     scenario: str
@@ -41,6 +43,7 @@ class Comparison:
     total: CompareRow
     status: str
     price_books: tuple[str, ...] = field(default=())
+    drivers: Drivers | None = None
 
 
 def _row(dimension: str, key: str, forecast: Decimal, actual: Decimal) -> CompareRow:
@@ -55,10 +58,13 @@ def _row(dimension: str, key: str, forecast: Decimal, actual: Decimal) -> Compar
 
 
 def compare(b: Budget, *, month: str, lines: Iterable, run_id: str, run_currency: str,
-            price_books: Sequence[str] = (), scenario: str = "base") -> Comparison:
+            price_books: Sequence[str] = (), scenario: str = "base", actuals: Actuals | None = None,
+            index=None) -> Comparison:
     """The `scenario` forecast of `month` beside the actual `lines` of an allocation run of that
-    month (objects with `category`, `pool` and `amount`): per category (all of them), per pool (the
-    plan's and any other pool with GPU cost), and in total. The run's currency must be the plan's."""
+    month (objects with `category`, `pool` and `amount`; `provider` and `model` for the drivers):
+    per category (all of them), per pool (the plan's and any other pool with GPU cost), and in total.
+    The run's currency must be the plan's. With the month's `actuals` (and the PriceIndex `index` the
+    budget was priced with), the error is split into drivers (:func:`ledger.budget.drivers.explain`)."""
     if month not in b.plan.months:
         raise BudgetError(f"month {month} is not in the plan ({b.plan.months[0]} to {b.plan.months[-1]})")
     if run_currency != b.currency:
@@ -68,6 +74,7 @@ def compare(b: Budget, *, month: str, lines: Iterable, run_id: str, run_currency
     forecast = b.by_category(scenario, month)
     actual = {c: ZERO for c in CATEGORIES}
     pool_actual: dict[str, Decimal] = defaultdict(Decimal)
+    lines = list(lines)
     for ln in lines:
         actual[ln.category] = actual.get(ln.category, ZERO) + ln.amount
         if ln.category == "gpu" and ln.pool:
@@ -80,5 +87,8 @@ def compare(b: Budget, *, month: str, lines: Iterable, run_id: str, run_currency
     for pool in list(pool_forecast) + sorted(set(pool_actual) - set(pool_forecast)):
         rows.append(_row("pool", pool, pool_forecast.get(pool, ZERO), pool_actual.get(pool, ZERO)))
     total = _row("total", "total", sum(forecast.values(), ZERO), sum(actual.values(), ZERO))
+    drivers = None
+    if actuals is not None:
+        drivers = explain(b, month=month, scenario=scenario, lines=lines, actuals=actuals, index=index)
     return Comparison(month=month, scenario=scenario, run_id=run_id, currency=b.currency, rows=tuple(rows), total=total,
-                      status=b.status, price_books=tuple(price_books))
+                      status=b.status, price_books=tuple(price_books), drivers=drivers)

@@ -59,12 +59,18 @@ def _version() -> str:
 
 def compute(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List[Path]]) -> Budget:
     """Load, validate and price a plan, failing with one line per problem."""
+    return _priced(plan_path, scenarios, pricebooks)[0]
+
+
+def _priced(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List[Path]]):
+    """(the Budget, the PriceIndex it was priced with), failing with one line per problem."""
     try:
         plan = load_plan(plan_path)
         names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
         if names is not None and not names:
             console.fail("--scenarios: give scenario names separated by commas, such as best,base,worst")
-        return budget(plan, _index(plan, pricebooks), scenarios=names, generated_at=datetime.now(timezone.utc))
+        index = _index(plan, pricebooks)
+        return budget(plan, index, scenarios=names, generated_at=datetime.now(timezone.utc)), index
     except BudgetError as e:
         console.fail(e.problems)
 
@@ -116,31 +122,53 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
 def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                 period: str = typer.Option(..., "--period", help="the month to compare, e.g. 2026-10"),
                 scenario: str = typer.Option("base", "--scenario", help="the forecast scenario to compare"),
+                percentile: str = typer.Option("p99", "--percentile",
+                                               help="the statistic of each pool's per-minute TPM set beside the "
+                                                    "plan's TPM: p50, p95, p99, max or mean"),
                 as_json: bool = typer.Option(False, "--json", help="print JSON (money as decimal strings)"),
                 as_csv: bool = typer.Option(False, "--csv", help="print CSV"),
                 pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                 help=_BOOKS_HELP)) -> None:
-    """The month's forecast beside the current allocation run's actuals, per category and pool."""
-    from .. import runs, store
-    from ..export.budget_report import comparison_as_csv, comparison_as_json, comparison_as_table
+    """The month's forecast beside the current allocation run's actuals, per category and pool, and
+    why it missed: the error split into traffic, output length, cache-hit rate, fleet, prices and
+    other, in money, adding up exactly (docs/budgets.md)."""
+    from rich.console import Group
 
+    from .. import runs, store
+    from ..export.budget_drivers import (comparison_with_drivers_as_csv, drivers_as_json, drivers_as_table,
+                                         drivers_notes)
+    from ..export.budget_report import comparison_as_json, comparison_as_table
+    from .drivers import STATISTICS
+    from .usage import month_actuals
+
+    console.one_format(as_json, as_csv)
     try:
         start, end = store.month_bounds(period)
     except store.StoreError as e:
         console.fail(str(e))
-    b = compute(plan, scenario, pricebooks)
+    if percentile not in STATISTICS:
+        console.fail(f"--percentile {percentile!r}: expected one of {', '.join(STATISTICS)}")
+    b, index = _priced(plan, scenario, pricebooks)
     with console.Ledger() as s:
         try:
             stored = runs.load_run(s, start=start, end=end)
         except runs.RunError as e:
             console.fail(str(e))
-    try:
-        c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id, run_currency=stored.run.currency,
-                    price_books=stored.summary.get("price_books", []), scenario=scenario)
-    except BudgetError as e:
-        console.fail(e.problems)
-    console.emit(c, as_json=as_json, as_csv=as_csv, json_of=comparison_as_json, csv_of=comparison_as_csv,
-                 table_of=comparison_as_table)
+        try:
+            actuals = month_actuals(s, b, month=period, scenario=scenario, statistic=percentile) \
+                if period in b.plan.months else None
+            c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id,
+                        run_currency=stored.run.currency, price_books=stored.summary.get("price_books", []),
+                        scenario=scenario, actuals=actuals, index=index)
+        except BudgetError as e:
+            console.fail(e.problems)
+
+    def tables(c):
+        return Group(comparison_as_table(c), drivers_as_table(c.drivers, c.currency), *drivers_notes(c.drivers))
+
+    console.emit(c, as_json=as_json, as_csv=as_csv,
+                 json_of=lambda c: {**comparison_as_json(c), "drivers": drivers_as_json(c.drivers)},
+                 csv_of=comparison_with_drivers_as_csv, table_of=tables)
 
 
 def register(app: typer.Typer) -> None:

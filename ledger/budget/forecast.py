@@ -32,7 +32,15 @@ class GpuRow:
     scenario: `start`/`end` of the segment (end exclusive), the `tpm` sized for [output token/min],
     `status` (VERDICT | DRAFT), replicas (`serving` + `reserve` = `replicas`), `gpus`, `hours` of
     the segment, `price_per_gpu_hour` in the price's `currency`, `fx` to the plan currency,
-    `price_multiplier` of the scenario, and `cost` = GPUs x hours x price x fx x multiplier (at 1e-6)."""
+    `price_multiplier` of the scenario, and `cost` = GPUs x hours x price x fx x multiplier (at 1e-6).
+
+    A pool sized in parts has one row per part and segment: `part` names it (a tier, ``prefill`` /
+    ``decode``, ``interactive prefill``, or ``reserve`` / ``prefill reserve`` / ``decode reserve``
+    for a role's reserve replicas); "" for a plain pool. Per replica, for operations (None on a
+    reserve row): `admission_limit` (requests in flight, floor(c*); None for prefill),
+    `queue_scale_out` (waiting requests per replica), `kv_scale_out` (KV-cache usage share; None
+    without a memory fit), `replica_tok_s` (output tok/s, input for prefill) and `headroom_tok_s`
+    = (1 - util) x replica_tok_s. `xpyd` is a disaggregated pool's serving ratio (``2P4D (1P2D)``)."""
 
     scenario: str
     pool: str
@@ -53,6 +61,13 @@ class GpuRow:
     price_multiplier: Decimal
     cost: Decimal
     price_ref: str
+    part: str = ""
+    admission_limit: int | None = None
+    queue_scale_out: int | None = None
+    kv_scale_out: float | None = None
+    replica_tok_s: float | None = None
+    headroom_tok_s: float | None = None
+    xpyd: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,7 +112,9 @@ class ChargeRow:
 
 @dataclass(frozen=True)
 class PoolSizing:
-    """How a pool was sized: its curve's label, source and status, repairs made to the curve."""
+    """How a pool was sized: its curve's label, source and status, repairs made to the curve, and
+    `mode` (``plain``, ``tiers``, ``disaggregated`` or ``tiers, disaggregated``) with the prefill
+    curve's label (`prefill_label`, "" when not disaggregated)."""
 
     pool: str
     curve_ref: str
@@ -106,6 +123,8 @@ class PoolSizing:
     repairs: tuple[str, ...]
     hardware: str | None
     model: str | None
+    mode: str = "plain"
+    prefill_label: str = ""
 
 
 @dataclass(frozen=True)

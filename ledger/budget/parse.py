@@ -11,6 +11,8 @@ from .. import units
 from ..allocate import CATEGORIES, CHARGE_CATEGORY, meter_category
 from ..money import ZERO
 from ..sizing import Curve, CurveContext, CurvePoint, Reserves, SizingError, load_curve, make_curve, parse_anchors
+from ..sizing.disagg import PrefillCurve, PrefillPoint, load_prefill_curve, make_prefill_curve
+from ..sizing.tiers import Tier, tier_problems
 from .plan import (SCENARIO_KNOBS, BudgetError, FixedCharge, MeterForecast, Plan, PoolPlan, Scenario, TokenForecast,
                    _months_from, month_bounds)
 from .reader import _NAME, _Reader
@@ -18,7 +20,10 @@ from .reader import _NAME, _Reader
 _PLAN_KEYS = {"name", "currency", "start", "months", "hours_per_month", "pricebooks", "description"}
 _POOL_KEYS = {"name", "device", "region", "purchase_option", "gpus_per_replica", "curve", "curve_format",
               "curve_select", "anchors", "sla", "tpm", "util", "failure_reserve", "canary", "warm_reserve",
-              "growth", "interpolate", "repair", "ttft_ms", "isl", "osl", "description"}
+              "growth", "interpolate", "repair", "ttft_ms", "isl", "osl", "description", "tier", "prefill_curve",
+              "prefill_curve_format", "prefill_curve_select", "prefill_gpus_per_replica"}
+_TIER_KEYS = {"name", "share", "sla", "ttft_ms", "description"}
+_PREFILL_POINT_KEYS = {"input_tok_s", "ttft_ms", "load"}
 _INLINE_CURVE_KEYS = {"source", "model", "hardware", "engine", "precision", "gpus_per_replica", "isl", "osl",
                       "date", "notes", "points"}
 _POINT_KEYS = {"concurrency", "tok_s_user", "output_tok_s", "ttft_ms"}
@@ -124,7 +129,10 @@ def _pool(t: dict, i: int, name: str, base: Path, problems: list[str]) -> PoolPl
     region = r.text(t, "region")
     option = r.text(t, "purchase_option")
     gpr = r.count(t, "gpus_per_replica", minimum=1)
-    sla = r.number(t, "sla", required=True)
+    tiers = _tiers(t, r)
+    if tiers and "sla" in t:
+        r.err("give sla or [[pool.tier]] tables, not both: each tier carries its own SLA")
+    sla = r.number(t, "sla", required=True) if "sla" in t or not tiers else None
     tpm = r.decimal(t, "tpm", lo=ZERO, lo_open=True)
     util = r.number(t, "util", 0.7)
     if util is not None and not 0 < util <= 1:
@@ -136,11 +144,94 @@ def _pool(t: dict, i: int, name: str, base: Path, problems: list[str]) -> PoolPl
     isl = r.number(t, "isl", positive=False)
     osl = r.number(t, "osl")
     curve, ref = _curve(t, r, base)
+    prefill, prefill_ref, prefill_gpus = _prefill(t, r, base)
+    if prefill is not None and ttft is None and (not tiers or any(x.ttft_ms is None for x in tiers)):
+        r.err("a prefill curve is sized at a TTFT limit: give ttft_ms (the pool's, or every tier's)")
     if r.bad or curve is None:
         return None
     return PoolPlan(name=pool_name, device=device, region=region, purchase_option=option, gpus_per_replica=gpr,
                     curve=curve, curve_ref=ref, sla=sla, tpm=tpm, util=util, reserves=reserves, growth=growth,
-                    interpolate=interpolate, repair=repair, ttft_ms=ttft, isl=isl, osl=osl)
+                    interpolate=interpolate, repair=repair, ttft_ms=ttft, isl=isl, osl=osl, tiers=tiers,
+                    prefill_curve=prefill, prefill_curve_ref=prefill_ref, prefill_gpus_per_replica=prefill_gpus)
+
+
+def _tiers(t: dict, r: _Reader) -> tuple[Tier, ...]:
+    """The pool's [[pool.tier]] tables (name, share as a decimal, sla, optional ttft_ms), checked
+    field by field, then together (distinct names, shares adding up to exactly 1)."""
+    raw = t.get("tier")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, dict) for x in raw):
+        r.err("tier must be [[pool.tier]] tables with name, share, sla and optional ttft_ms")
+        return ()
+    out, bad = [], False
+    for j, x in enumerate(raw, 1):
+        tr = _Reader(r.problems, f"{r.where}: tier[{j}] {x.get('name', '?')}")
+        tr.unknown(x, _TIER_KEYS)
+        name = tr.text(x, "name", name=True)
+        share = tr.decimal(x, "share", lo=ZERO, lo_open=True, hi=Decimal(1))
+        sla = tr.number(x, "sla", required=True)
+        ttft = tr.number(x, "ttft_ms")
+        bad = bad or tr.bad
+        if not tr.bad:
+            out.append(Tier(name=name, share=share, sla=sla, ttft_ms=ttft))
+    r.bad = r.bad or bad
+    if not bad:
+        for p in tier_problems(out):
+            r.err(p)
+    return tuple(out)
+
+
+def _prefill(t: dict, r: _Reader, base: Path) -> tuple[PrefillCurve | None, str, int | None]:
+    """The pool's prefill curve (a file the sizing engine reads, or an inline table of points), where
+    it came from, and the GPUs per prefill replica (None: the pool's)."""
+    if "prefill_curve" not in t:
+        extra = [k for k in ("prefill_curve_format", "prefill_curve_select", "prefill_gpus_per_replica") if k in t]
+        if extra:
+            r.err(f"{', '.join(extra)} need prefill_curve")
+        return None, "", None
+    gpus = r.count(t, "prefill_gpus_per_replica", minimum=1) if "prefill_gpus_per_replica" in t else None
+    c = t["prefill_curve"]
+    try:
+        if isinstance(c, dict):
+            return _inline_prefill(c, r), "inline", gpus
+        path = base / str(c)
+        if not path.is_file():
+            r.err(f"prefill curve file {c!r} not found (paths are relative to the plan's folder)")
+            return None, "", gpus
+        return (load_prefill_curve(path, str(t.get("prefill_curve_format", "auto")), t.get("prefill_curve_select")),
+                str(c), gpus)
+    except SizingError as e:
+        for p in e.problems:
+            r.err(f"prefill curve: {p}")
+        return None, "", gpus
+
+
+def _inline_prefill(c: dict, r: _Reader) -> PrefillCurve | None:
+    bad_keys = sorted(set(c) - _INLINE_CURVE_KEYS)
+    if bad_keys:
+        r.err(f"prefill curve: unknown field(s) {', '.join(bad_keys)} (known: {', '.join(sorted(_INLINE_CURVE_KEYS))})")
+    pts = c.get("points")
+    if not isinstance(pts, list) or not pts:
+        r.err("prefill curve: an inline curve needs points = [{ input_tok_s = ..., ttft_ms = ... }, ...]")
+        return None
+    points = []
+    for j, p in enumerate(pts, 1):
+        pr = _Reader(r.problems, f"{r.where}: prefill curve point {j}")
+        if not isinstance(p, dict):
+            pr.err("is not a table")
+            r.bad = True
+            continue
+        pr.unknown(p, _PREFILL_POINT_KEYS)
+        x, ttft = pr.number(p, "input_tok_s", required=True), pr.number(p, "ttft_ms", required=True, positive=False)
+        if ttft is not None and ttft < 0:
+            pr.err(f"ttft_ms {ttft} must be >= 0")
+        r.bad = r.bad or pr.bad
+        if not pr.bad:
+            points.append(PrefillPoint(input_tok_s=x, ttft_ms=ttft, load=str(p.get("load", "")), label=f"point {j}"))
+    if r.bad:
+        return None
+    return make_prefill_curve(points, _inline_context(c, "prefill: inline points (input tok/s, TTFT ms)"))
 
 
 def _curve(t: dict, r: _Reader, base: Path) -> tuple[Curve | None, str]:
@@ -187,14 +278,19 @@ def _inline_curve(c: dict, r: _Reader) -> Curve | None:
         if not pr.bad:
             points.append(CurvePoint(concurrency=conc, tok_s_user=tsu, output_tok_s=out, ttft_ms=ttft,
                                      label=f"point {j}"))
+    return make_curve(points, _inline_context(c)) if not r.bad else None
+
+
+def _inline_context(c: dict, metrics: str | None = None) -> CurveContext:
+    """The context of an inline curve table (source, model, hardware, GPUs, ISL/OSL, engine, ...)."""
     gpr = c.get("gpus_per_replica")
-    ctx = CurveContext(source=str(c.get("source", "inline curve")), model=c.get("model"), hardware=c.get("hardware"),
-                       gpus_per_replica=gpr if isinstance(gpr, int) else None,
-                       isl=float(c["isl"]) if isinstance(c.get("isl"), (int, float)) else None,
-                       osl=float(c["osl"]) if isinstance(c.get("osl"), (int, float)) else None,
-                       engine=c.get("engine"), precision=c.get("precision"),
-                       date=str(c["date"]) if "date" in c else None, notes=c.get("notes"), format="plan")
-    return make_curve(points, ctx) if not r.bad else None
+    return CurveContext(source=str(c.get("source", "inline curve")), model=c.get("model"), hardware=c.get("hardware"),
+                        gpus_per_replica=gpr if isinstance(gpr, int) else None,
+                        isl=float(c["isl"]) if isinstance(c.get("isl"), (int, float)) else None,
+                        osl=float(c["osl"]) if isinstance(c.get("osl"), (int, float)) else None,
+                        engine=c.get("engine"), precision=c.get("precision"),
+                        date=str(c["date"]) if "date" in c else None, notes=c.get("notes"), format="plan",
+                        metrics=metrics)
 
 
 def _tokens(t: dict, i: int, name: str, problems: list[str]) -> TokenForecast | None:

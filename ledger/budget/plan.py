@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 from decimal import Decimal
 
 from ..sizing import Curve, Reserves
+from ..sizing.disagg import PrefillCurve
+from ..sizing.tiers import Tier
 
 SCENARIO_KNOBS = ("traffic", "output_length", "cache_hit_rate", "prices")
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
@@ -38,9 +40,12 @@ class Scenario:
 class PoolPlan:
     """A self-hosted pool to size every month: `device`, `region`, `purchase_option` (the GPU price
     key), `gpus_per_replica` (count), the measured `curve` and where it came from (`curve_ref`),
-    the interactivity `sla` [token/s/user], `tpm` in the first month [output token/min], `util` in
-    (0, 1], `reserves` [replicas], monthly `growth` (compounding, a decimal: 0.05 = +5 %/month),
-    `interpolate` (DRAFT), `repair`, `ttft_ms` limit, workload `isl`/`osl` [token] (None: the curve's)."""
+    the interactivity `sla` [token/s/user] (None when the pool has `tiers`), `tpm` in the first month
+    [output token/min], `util` in (0, 1], `reserves` [replicas], monthly `growth` (compounding, a
+    decimal: 0.05 = +5 %/month), `interpolate` (DRAFT), `repair`, `ttft_ms` limit, workload
+    `isl`/`osl` [token] (None: the curve's); `tiers` (SLA tiers, each its own replicas on the same
+    curve); a `prefill_curve` (disaggregated: `curve` is then the decode curve) with where it came
+    from (`prefill_curve_ref`) and `prefill_gpus_per_replica` (None: `gpus_per_replica`)."""
 
     name: str
     device: str
@@ -49,7 +54,7 @@ class PoolPlan:
     gpus_per_replica: int
     curve: Curve
     curve_ref: str
-    sla: float
+    sla: float | None
     tpm: Decimal
     util: float
     reserves: Reserves
@@ -59,6 +64,15 @@ class PoolPlan:
     ttft_ms: float | None = None
     isl: float | None = None
     osl: float | None = None
+    tiers: tuple[Tier, ...] = ()
+    prefill_curve: PrefillCurve | None = None
+    prefill_curve_ref: str = ""
+    prefill_gpus_per_replica: int | None = None
+
+    @property
+    def in_parts(self) -> bool:
+        """True when the pool is sized in parts (tiers, or disaggregated prefill/decode)."""
+        return bool(self.tiers) or self.prefill_curve is not None
 
 
 @dataclass(frozen=True)

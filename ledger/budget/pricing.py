@@ -9,6 +9,7 @@ from .. import units
 from ..money import quantize, split
 from ..pricebook import NoPriceError, Price, PriceIndex
 from ..sizing import DRAFT, VERDICT, SizingError, SizingRequest, price_per_gpu_hour, size
+from ..sizing.tiers import PoolRequest, Tier, size_parts
 from .forecast import Budget, ChargeRow, GpuRow, PoolSizing, PriceUse, VariableRow
 from .plan import BudgetError, Plan, PoolPlan, Scenario, month_bounds
 
@@ -116,6 +117,41 @@ def budget(plan: Plan, index: PriceIndex, *, scenarios: Sequence[str] | None = N
                   book_details=tuple((bk.ref, bk.retrieved_at.isoformat(), bk.digest) for bk in index.books))
 
 
+def _units(pool: PoolPlan, tpm: float) -> tuple[str, tuple[dict, ...], object]:
+    """Size a pool at `tpm`: (status, one dict of GpuRow fields per group of replicas, the result).
+    A plain pool is one group (serving + reserve); a pool in parts has one group per tier and role
+    and one per role's reserves. Raises SizingError."""
+    if not pool.in_parts:
+        req = SizingRequest(tpm=tpm, slas=(pool.sla,), gpus_per_replica=pool.gpus_per_replica, util=pool.util,
+                            reserves=pool.reserves, interpolate=pool.interpolate, ttft_limit_ms=pool.ttft_ms,
+                            isl=pool.isl, osl=pool.osl, repair=pool.repair)
+        res = size(pool.curve, req)
+        row = res.rows[0]
+        o = row.ops
+        return res.status, ({"part": "", "tpm": tpm, "serving": row.replicas_serving, "reserve": row.replicas_reserve,
+                             "gpus_per_replica": pool.gpus_per_replica, "admission_limit": o.admission_limit,
+                             "queue_scale_out": o.queue_scale_out, "kv_scale_out": o.kv_scale_out,
+                             "replica_tok_s": o.capacity_tok_s, "headroom_tok_s": o.headroom_tok_s},), res
+    tiers = pool.tiers or (Tier(name="", share=Decimal(1), sla=pool.sla),)
+    req = PoolRequest(tpm=tpm, tiers=tiers, gpus_per_replica=pool.gpus_per_replica, util=pool.util,
+                      reserves=pool.reserves, interpolate=pool.interpolate, ttft_limit_ms=pool.ttft_ms, isl=pool.isl,
+                      osl=pool.osl, repair=pool.repair, prefill_gpus_per_replica=pool.prefill_gpus_per_replica)
+    res = size_parts(pool.curve, req, prefill=pool.prefill_curve)
+    ratio = res.ratio or ""
+    units = [{"part": " ".join(x for x in (p.tier, p.role if p.role != "serving" else "") if x), "tpm": p.tpm,
+              "serving": p.replicas, "reserve": 0, "gpus_per_replica": p.gpus_per_replica,
+              "admission_limit": p.ops.admission_limit, "queue_scale_out": p.ops.queue_scale_out,
+              "kv_scale_out": p.ops.kv_scale_out, "replica_tok_s": p.ops.capacity_tok_s,
+              "headroom_tok_s": p.ops.headroom_tok_s, "xpyd": ratio if p.role != "serving" else ""}
+             for p in res.parts]
+    for role in dict.fromkeys(r.role for r in res.reserves):
+        rows = [r for r in res.reserves if r.role == role]
+        units.append({"part": "reserve" if role == "serving" else f"{role} reserve", "tpm": tpm, "serving": 0,
+                      "reserve": sum(r.replicas for r in rows), "gpus_per_replica": rows[0].gpus_per_replica,
+                      "xpyd": ratio if role != "serving" else ""})
+    return res.status, tuple(units), res
+
+
 def _pool_month(plan, pool: PoolPlan, sc: Scenario, m: int, month: str, start: datetime, end: datetime,
                 prices: _Prices, cache: dict, sizing: dict, problems: list[str]) -> list[GpuRow]:
     with localcontext() as ctx:
@@ -123,12 +159,8 @@ def _pool_month(plan, pool: PoolPlan, sc: Scenario, m: int, month: str, start: d
         tpm = float(pool.tpm * _growth(pool.growth, m) * sc.traffic * sc.output_length)
     key = (pool.name, tpm)
     if key not in cache:
-        req = SizingRequest(tpm=tpm, slas=(pool.sla,), gpus_per_replica=pool.gpus_per_replica, util=pool.util,
-                            reserves=pool.reserves, interpolate=pool.interpolate, ttft_limit_ms=pool.ttft_ms,
-                            isl=pool.isl, osl=pool.osl, repair=pool.repair)
         try:
-            res = size(pool.curve, req)
-            cache[key] = (res.status, res.rows[0], res)
+            cache[key] = _units(pool, tpm)
         except SizingError as e:
             cache[key] = None
             for p in e.problems:
@@ -136,24 +168,34 @@ def _pool_month(plan, pool: PoolPlan, sc: Scenario, m: int, month: str, start: d
                 problems.append(msg)
     if cache[key] is None:
         return []
-    status, row, res = cache[key]
+    status, units, res = cache[key]
     if pool.name not in sizing:
         ctx_ = res.curve.context
+        mode = ", ".join(x for x in ("tiers" if pool.tiers else "",
+                                     "disaggregated" if pool.prefill_curve is not None else "") if x) or "plain"
         sizing[pool.name] = PoolSizing(pool=pool.name, curve_ref=pool.curve_ref, curve_label=res.curve.label,
-                                       status=status, repairs=res.repairs, hardware=ctx_.hardware, model=ctx_.model)
+                                       status=status, repairs=res.repairs, hardware=ctx_.hardware, model=ctx_.model,
+                                       mode=mode, prefill_label=res.prefill_curve.label
+                                       if getattr(res, "prefill_curve", None) is not None else "")
     segs = prices.segments(start, end, meter="gpu_time", sku=pool.device, region=pool.region,
                            purchase_option=pool.purchase_option)
     out = []
     for (a, b, use), hours in zip(segs, _shares(_month_hours(plan, start, end), segs)):
         per_hour = price_per_gpu_hour(use.price, use.per)
-        with localcontext() as ctx:
-            ctx.prec = 60
-            cost = quantize(Decimal(row.gpus) * hours * per_hour * use.fx * sc.prices)
-        out.append(GpuRow(scenario=sc.name, pool=pool.name, month=month, start=a, end=b, tpm=tpm, status=status,
-                          serving=row.replicas_serving, reserve=row.replicas_reserve, replicas=row.replicas,
-                          gpus_per_replica=pool.gpus_per_replica, gpus=row.gpus, hours=hours,
-                          price_per_gpu_hour=per_hour, currency=use.currency, fx=use.fx,
-                          price_multiplier=sc.prices, cost=cost, price_ref=use.ref))
+        for u in units:
+            replicas = u["serving"] + u["reserve"]
+            gpus = replicas * u["gpus_per_replica"]
+            with localcontext() as ctx:
+                ctx.prec = 60
+                cost = quantize(Decimal(gpus) * hours * per_hour * use.fx * sc.prices)
+            out.append(GpuRow(scenario=sc.name, pool=pool.name, month=month, start=a, end=b, tpm=u["tpm"],
+                              status=status, serving=u["serving"], reserve=u["reserve"], replicas=replicas,
+                              gpus_per_replica=u["gpus_per_replica"], gpus=gpus, hours=hours,
+                              price_per_gpu_hour=per_hour, currency=use.currency, fx=use.fx,
+                              price_multiplier=sc.prices, cost=cost, price_ref=use.ref, part=u["part"],
+                              admission_limit=u.get("admission_limit"), queue_scale_out=u.get("queue_scale_out"),
+                              kv_scale_out=u.get("kv_scale_out"), replica_tok_s=u.get("replica_tok_s"),
+                              headroom_tok_s=u.get("headroom_tok_s"), xpyd=u.get("xpyd", "")))
     return out
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from .. import facts
+from .. import duck, facts
 from ..pricebook import PriceIndex
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -28,8 +28,7 @@ def connect(committed: dict[str, list[str]], home: Path | None = None) -> duckdb
     """DuckDB views ``requests, meters, outcomes, fleet, charges`` over the committed batches, read as
     :func:`ledger.facts.connect` reads them, with one more column: the `batch` each row came from
     (its file's name, ``<batch>-<n>.parquet``)."""
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
+    con = duck.connect("check", home=home)
     for kind in facts.KINDS:
         files = [f for b in sorted(committed.get(kind, [])) for f in facts.batch_files(kind, b, home)]
         if files:

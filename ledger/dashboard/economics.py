@@ -7,7 +7,7 @@ from decimal import Decimal
 import pandas as pd
 
 from .. import reports, runs
-from ..allocate import CATEGORIES, KINDS, period_label
+from ..allocate import CATEGORIES, period_label
 from ..money import ZERO, quantize
 
 RATIO_EXP = reports.RATIO_EXP
@@ -115,7 +115,7 @@ def unattributed_frame(data: reports.RunData) -> pd.DataFrame:
     report = reports.unit_economics(data, by="tenant")
     on_tenants = report.total - sum(report.unattributed.values(), ZERO)
     amounts = {"tenant": on_tenants, **report.unattributed}
-    return pd.DataFrame([{"kind": k, "amount": amounts[k], "share": _share(amounts[k], report.total)} for k in KINDS],
+    return pd.DataFrame([{"kind": k, "amount": amounts[k], "share": _share(amounts[k], report.total)} for k in amounts],
                         columns=["kind", "amount", "share"])
 
 

@@ -151,16 +151,20 @@ def budget_totals_frame(b: Budget) -> pd.DataFrame:
 
 
 def budget_pools_frame(b: Budget) -> pd.DataFrame:
-    """GPUs per pool, month and scenario (a month split where a price changes): scenario, pool,
-    month, from, to, status, tpm, replicas_serving, replicas_reserve, gpus, hours, price_per_gpu_hour,
-    cost (Decimal), price_source."""
+    """GPUs per pool, month and scenario (a month split where a price changes; a pool in parts, one
+    row per tier / prefill / decode / reserve): scenario, pool, month, from, to, status, tpm,
+    replicas_serving, replicas_reserve, gpus, hours, price_per_gpu_hour, cost (Decimal), price_source,
+    part, xpyd, and per replica admission_limit, queue_scale_out, headroom_tok_s (None on reserve rows)."""
     rows = [{"scenario": g.scenario, "pool": g.pool, "month": g.month, "from": g.start, "to": g.end,
              "status": g.status, "tpm": g.tpm, "replicas_serving": g.serving, "replicas_reserve": g.reserve,
              "gpus": g.gpus, "hours": g.hours, "price_per_gpu_hour": g.price_per_gpu_hour, "currency": g.currency,
-             "cost": g.cost, "price_source": g.price_ref} for g in b.gpu]
+             "cost": g.cost, "price_source": g.price_ref, "part": g.part, "xpyd": g.xpyd,
+             "admission_limit": g.admission_limit, "queue_scale_out": g.queue_scale_out,
+             "headroom_tok_s": g.headroom_tok_s} for g in b.gpu]
     return pd.DataFrame(rows, columns=["scenario", "pool", "month", "from", "to", "status", "tpm", "replicas_serving",
                                        "replicas_reserve", "gpus", "hours", "price_per_gpu_hour", "currency", "cost",
-                                       "price_source"])
+                                       "price_source", "part", "xpyd", "admission_limit", "queue_scale_out",
+                                       "headroom_tok_s"])
 
 
 def budget_workbook(b: Budget, *, locale: str) -> bytes:

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pandas as pd
 
 from .. import reports
+from ..allocate import VARIANCE
 from ..money import ZERO
 from .economics import _d
 
@@ -64,7 +65,7 @@ def tenant_daily_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.Data
     wanted = set(tenants)
     acc: dict[tuple[date, str], Decimal] = {}
     for ln in data.lines:
-        if ln.kind == "tenant" and ln.tenant in wanted:
+        if ln.kind in ("tenant", VARIANCE) and ln.tenant in wanted:  # a tenant's true-up variance is its cost
             acc[(ln.day, ln.tenant)] = acc.get((ln.day, ln.tenant), ZERO) + ln.amount
     rows = [{"day": d, "tenant": t, "amount": v} for (d, t), v in sorted(acc.items())]
     return pd.DataFrame(rows, columns=["day", "tenant", "amount"])

@@ -77,16 +77,15 @@ def charge_rows() -> list[dict]:
 
 def build_inputs(folder: str | Path, *, data_dir: Path = DATA_DIR) -> DemoInputs:
     """Write the demo month's input files (CSV) into `folder` (created if needed) and return them."""
-    import duckdb
+    from .. import duck
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     df = _requests(load_traces(data_dir))
     _tasks(df)
     paths = {k: folder / f"{k}.csv" for k in KINDS}
-    con = duckdb.connect()
+    con = duck.connect("demo", ordered=True)
     try:
-        con.execute("SET TimeZone = 'UTC'")
         rows = {"fleet": _copy_rows(fleet_rows(), paths["fleet"]),
                 "requests": _write_requests(con, df, paths["requests"]),
                 "outcomes": _write_outcomes(con, df, paths["outcomes"]),

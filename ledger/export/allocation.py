@@ -10,7 +10,7 @@ from pathlib import Path
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
-from ..allocate import CATEGORIES, KINDS, period_label
+from ..allocate import CATEGORIES, LINE_KINDS, period_label
 from ..money import ZERO, fmt
 from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, unit_economics
 from .safe import csv_text, write_output
@@ -77,7 +77,7 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     header(bt, cols, freeze="C2")
     first, last = 3, 2 + len(CATEGORIES)
     tenants = sorted({ln.tenant for ln in data.lines if ln.kind == "tenant" and ln.tenant is not None})
-    kinds_present = [k for k in KINDS[1:] if any(ln.kind == k for ln in data.lines)]
+    kinds_present = [k for k in LINE_KINDS[1:] if any(ln.kind == k for ln in data.lines)]  # a true-up: variance
     r = 2
     for t in tenants:
         put(bt, r, 1, "tenant")

@@ -59,7 +59,10 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
                    "hours": _num(g.hours), "price_per_gpu_hour": _num(g.price_per_gpu_hour),
                    "price_currency": g.currency,
                    "fx": _num(g.fx), "price_multiplier": _num(g.price_multiplier), "cost": fmt(g.cost),
-                   "price_source": g.price_ref} for g in b.gpu],
+                   "price_source": g.price_ref, "part": g.part, "xpyd": g.xpyd or None,
+                   "ops": {"admission_limit": g.admission_limit, "queue_scale_out": g.queue_scale_out,
+                           "kv_scale_out": g.kv_scale_out, "replica_tok_s": g.replica_tok_s,
+                           "headroom_tok_s": g.headroom_tok_s}} for g in b.gpu],
         "variable": [{"scenario": v.scenario, "month": v.month, "from": _iso(v.start), "to": _iso(v.end),
                       "category": v.category, "item": v.item, "bucket": v.bucket, "quantity": _num(v.quantity),
                       "unit": v.unit, "price": _num(v.price), "per": v.per, "price_currency": v.currency,
@@ -139,7 +142,15 @@ def budget_as_table(b: Budget) -> list[Table]:
     pools = [p.name for p in b.plan.pools]
     for p in pools:
         gpus.add_column(p, justify="right", no_wrap=True)
-    count = {(g.scenario, g.pool, g.month): g.gpus for g in b.gpu}
+    first: dict[tuple, object] = {}
+    for g in b.gpu:  # a pool in parts has a row per part; a price change cuts a month into segments of equal GPUs
+        key = (g.scenario, g.pool, g.month)
+        first[key] = min(first.get(key, g.start), g.start)
+    count: dict[tuple, int] = {}
+    for g in b.gpu:
+        key = (g.scenario, g.pool, g.month)
+        if g.start == first[key]:
+            count[key] = count.get(key, 0) + g.gpus
     for m in b.plan.months:
         gpus.add_row(m, *(" / ".join(str(count.get((n, p, m), "-")) for n in names) for p in pools))
     return [by_month, by_cat] + ([gpus] if pools else [])

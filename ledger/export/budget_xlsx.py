@@ -15,10 +15,12 @@ from .safe import write_output
 from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
                    header, put, put_formula, rng, write_provenance)
 
-PLAN_COLUMNS = ("scenario", "pool", "month", "from (UTC)", "to (UTC)", "device", "region", "purchase option",
+PLAN_COLUMNS = ("scenario", "pool", "part", "month", "from (UTC)", "to (UTC)", "device", "region", "purchase option",
                 "sizing", "TPM (output tokens/min)", "serving replicas", "reserve replicas", "replicas",
                 "GPUs per replica", "GPUs", "hours", "price per GPU-hour", "price currency", "FX to reporting",
-                "price multiplier", "cost", "price source")
+                "price multiplier", "cost", "price source", "xPyD", "admission limit (requests in flight)",
+                "scale out at waiting requests", "scale out at KV-cache usage", "replica tok/s",
+                "headroom tok/s at util")
 VARIABLE_COLUMNS = ("scenario", "month", "from (UTC)", "to (UTC)", "category", "item", "bucket", "quantity", "unit",
                     "price", "per", "price currency", "pers per unit", "FX to reporting", "price multiplier", "cost",
                     "price source")
@@ -60,7 +62,8 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
     pools = {p.name: p for p in b.plan.pools}
     for r, g in enumerate(b.gpu, 2):
         pool = pools[g.pool]
-        for name, value in (("scenario", g.scenario), ("pool", g.pool), ("month", g.month), ("from (UTC)", g.start),
+        for name, value in (("scenario", g.scenario), ("pool", g.pool), ("part", g.part), ("month", g.month),
+                            ("from (UTC)", g.start), ("xPyD", g.xpyd),
                             ("to (UTC)", g.end), ("device", pool.device), ("region", pool.region),
                             ("purchase option", pool.purchase_option), ("sizing", g.status),
                             ("price source", g.price_ref), ("price currency", g.currency)):
@@ -81,6 +84,13 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
                     "=ROUND(" + "*".join(f"{col(P[n])}{r}" for n in ("GPUs", "hours", "price per GPU-hour",
                                                                       "FX to reporting", "price multiplier")) + ",6)",
                     money)
+        for name, value, fmt_ in (("admission limit (requests in flight)", g.admission_limit, INTEGER_FORMAT),
+                                  ("scale out at waiting requests", g.queue_scale_out, INTEGER_FORMAT),
+                                  ("scale out at KV-cache usage", g.kv_scale_out, "0.0%"),
+                                  ("replica tok/s", g.replica_tok_s, "#,##0.0"),
+                                  ("headroom tok/s at util", g.headroom_tok_s, "#,##0.0")):
+            if value is not None:
+                put(plan, r, P[name], value, fmt_)
     fit_widths(plan)
     n_plan = len(b.gpu) + 1
 
@@ -193,16 +203,31 @@ def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
     ]
     for s in b.sizing:
         items.append((f"curve of pool {s.pool}", [f"{s.status}: {s.curve_label}", f"given as: {s.curve_ref}",
-                                                  f"model {s.model or '?'} on {s.hardware or '?'}", *s.repairs]))
+                                                  f"model {s.model or '?'} on {s.hardware or '?'}", *s.repairs]
+                       + ([f"sized in parts: {s.mode}"] if s.mode != "plain" else [])
+                       + ([f"prefill curve: {s.prefill_label}"] if s.prefill_label else [])))
     for p in plan.pools:
         r = p.reserves
+        slas = (f"SLA {p.sla:g} tok/s/user" if p.sla is not None else
+                "tiers " + "; ".join(f"{t.name} share {t.share} at {t.sla:g} tok/s/user"
+                                     + (f", TTFT <= {t.ttft_ms:g} ms" if t.ttft_ms is not None else "")
+                                     for t in p.tiers))
         items.append((f"pool {p.name}", [
-            f"{p.device}, {p.region}, {p.purchase_option}; {p.gpus_per_replica} GPUs per replica",
-            f"SLA {p.sla:g} tok/s/user; TPM {p.tpm} in {plan.months[0]}, growth {p.growth} a month (compounding); "
+            f"{p.device}, {p.region}, {p.purchase_option}; {p.gpus_per_replica} GPUs per replica"
+            + (f" ({p.prefill_gpus_per_replica or p.gpus_per_replica} per prefill replica, curve "
+               f"{p.prefill_curve_ref})" if p.prefill_curve is not None else ""),
+            f"{slas}; TPM {p.tpm} in {plan.months[0]}, growth {p.growth} a month (compounding); "
             f"util {p.util:g}",
             f"reserves: failure {r.failure}, canary {r.canary}, warm {r.warm}; "
             f"{'interpolated (DRAFT)' if p.interpolate else 'measured points only (VERDICT)'}"
             f"{'; curve repaired to its upper envelope' if p.repair else ''}"]))
+    items.append(("operations columns (Plan sheet, per replica)", [
+        "admission limit = floor(c*): requests in flight a replica admits (none for prefill replicas)",
+        "scale out at waiting requests = floor((TTFT limit - TTFT at the operating point) / 1000 x replica tok/s / "
+        "tokens per request), at least 1 (1 without a TTFT limit)",
+        "scale out at KV-cache usage = util x c* sequences of ISL + OSL over the KV cache (blank: a plan has no "
+        "memory fit; ledger size --model-config gives it)",
+        "headroom tok/s at util = (1 - util) x replica tok/s (output; input for prefill)"]))
     for t in plan.tokens:
         items.append((f"tokens {t.provider}/{t.model}", f"input {t.input_tokens} (cached share {t.cached_share}), "
                                                          f"output {t.output_tokens} a month; growth {t.growth}"))

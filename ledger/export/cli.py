@@ -2,17 +2,27 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 
+class FocusVersion(str, Enum):
+    """The FOCUS version `--focus` writes: 1.2 (the default) or 1.0."""
+
+    v1_0 = "1.0"
+    v1_2 = "1.2"
+
+
 def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
                run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: the period's current run)"),
                xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the workbook (live totals) to FILE"),
                csv_file: Optional[Path] = typer.Option(None, "--csv", help="write the lines as CSV to FILE"),
-               focus: Optional[Path] = typer.Option(None, "--focus", help="write FinOps FOCUS 1.0 rows (CSV) to FILE"),
+               focus: Optional[Path] = typer.Option(None, "--focus", help="write FinOps FOCUS rows (CSV) to FILE"),
+               focus_version: FocusVersion = typer.Option(FocusVersion.v1_2, "--focus-version",
+                                                          help="the FOCUS version of --focus"),
                locale: str = typer.Option("en_US", "--locale", help="locale of the workbook's currency formats"),
                billing_account: str = typer.Option("inference-ledger", "--billing-account",
                                                    help="FOCUS BillingAccountId"),
@@ -49,7 +59,8 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
             console.fail(str(e))
     data = reports.run_data_of_stored(stored)
     try:
-        written = _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name)
+        written = _write(data, xlsx, csv_file, (focus, focus_version.value), locale, billing_account,
+                         billing_account_name)
     except OutputError as e:
         console.fail(str(e))
     except OSError as e:
@@ -57,11 +68,12 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
     console.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
 
 
-def _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account_name) -> list[str]:
+def _write(data, xlsx, csv_file, focus_to, locale, billing_account, billing_account_name) -> list[str]:
     from .. import runs
-    from . import allocation_as_csv, allocation_as_focus, allocation_as_xlsx
+    from . import allocation_as_csv, allocation_as_focus, allocation_as_focus12, allocation_as_xlsx
     from .safe import write_output
 
+    focus, version = focus_to
     written = []
     if xlsx:
         allocation_as_xlsx(data, locale=locale, generated_at=datetime.now(timezone.utc), version=runs.code_version(),
@@ -71,9 +83,9 @@ def _write(data, xlsx, csv_file, focus, locale, billing_account, billing_account
         write_output(csv_file, allocation_as_csv(data))
         written.append(f"lines CSV {csv_file}")
     if focus:
-        write_output(focus, allocation_as_focus(data, billing_account_id=billing_account,
-                                                billing_account_name=billing_account_name))
-        written.append(f"FOCUS 1.0 CSV {focus}")
+        writer = allocation_as_focus12 if version == "1.2" else allocation_as_focus
+        write_output(focus, writer(data, billing_account_id=billing_account, billing_account_name=billing_account_name))
+        written.append(f"FOCUS {version} CSV {focus}")
     return written
 
 

@@ -47,23 +47,40 @@ SERVICE = {  # category -> (ServiceCategory, ServiceName)
 }
 
 
-def _iso(at: datetime) -> str:
+def iso(at: datetime) -> str:
+    """An instant in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``)."""
     return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _is_charge(ln: Line) -> bool:
+def is_charge(ln: Line) -> bool:
     """A shared or fixed charge's share (booked by the second of its period), not metered usage."""
     return ln.unit == "second" and ln.category not in ("gpu", "provider_tokens")
+
+
+def charge_period(ln: Line, data: RunData) -> tuple[str, str]:
+    """(ChargePeriodStart, ChargePeriodEnd) of a line: its UTC day, clipped to the run's period."""
+    day_start = datetime.combine(ln.day, time(0), tzinfo=timezone.utc)
+    return iso(max(day_start, data.info.start)), iso(min(day_start + timedelta(days=1), data.info.end))
+
+
+def describe(ln: Line) -> str:
+    """ChargeDescription: what the line is, e.g. ``gpu cost of tenant acme on pool h100-chat,
+    product chat, model llama-3.1-8b, succeeded work``."""
+    what = {"tenant": f"tenant {ln.tenant}", "idle_slack": "idle slack", "idle_reserve": "idle reserve",
+            "unallocated": "unallocated",
+            "variance": f"bill variance of tenant {ln.tenant}" if ln.tenant else "bill variance"}[ln.kind]
+    where = f" on pool {ln.pool}" if ln.pool else f" via {ln.provider}" if ln.provider else ""
+    share = f" (share of {ln.shared_from})" if ln.shared_from else ""
+    of = "".join(f", {k} {v}" for k, v in (("product", ln.product), ("model", ln.model)) if v)
+    return f"{ln.category} cost of {what}{share}{where}{of}, {ln.work} work"
 
 
 def focus_row(ln: Line, data: RunData, *, billing_account_id: str, billing_account_name: str) -> dict[str, str]:
     """The FOCUS columns of one allocation line (values as text, not yet neutralized)."""
     info = data.info
-    day_start = datetime.combine(ln.day, time(0), tzinfo=timezone.utc)
-    start = max(day_start, info.start)
-    end = min(day_start + timedelta(days=1), info.end)
+    charge_start, charge_end = charge_period(ln, data)
     service_category, service_name = SERVICE.get(ln.category, ("Other", ln.category))
-    charge = _is_charge(ln)
+    charge = is_charge(ln)
     if ln.category == "provider_tokens" and ln.provider:
         provider = ln.provider
         service_name = f"{ln.provider} API"
@@ -77,12 +94,7 @@ def focus_row(ln: Line, data: RunData, *, billing_account_id: str, billing_accou
         resource = resource_type = ""
     sku = ln.category + (f":{ln.pool or ln.provider}" if (ln.pool or ln.provider) else "")
     owner = ln.tenant if ln.kind == "tenant" else ""
-    what = {"tenant": f"tenant {ln.tenant}", "idle_slack": "idle slack", "idle_reserve": "idle reserve",
-            "unallocated": "unallocated"}[ln.kind]
-    where = f" on pool {ln.pool}" if ln.pool else f" via {ln.provider}" if ln.provider else ""
-    share = f" (share of {ln.shared_from})" if ln.shared_from else ""
-    of = "".join(f", {k} {v}" for k, v in (("product", ln.product), ("model", ln.model)) if v)
-    description = f"{ln.category} cost of {what}{share}{where}{of}, {ln.work} work"
+    description = describe(ln)
     tags = {k: v for k, v in (("tenant", ln.tenant), ("product", ln.product), ("model", ln.model), ("pool", ln.pool),
                               ("provider", ln.provider), ("work", ln.work), ("kind", ln.kind)) if v}
     amount = fmt(ln.amount)
@@ -92,7 +104,7 @@ def focus_row(ln: Line, data: RunData, *, billing_account_id: str, billing_accou
         "BilledCost": amount, "EffectiveCost": amount, "ListCost": amount, "ContractedCost": amount,
         "BillingAccountId": billing_account_id, "BillingAccountName": billing_account_name,
         "BillingCurrency": info.currency, "BillingPeriodStart": period["start"], "BillingPeriodEnd": period["end"],
-        "ChargePeriodStart": _iso(start), "ChargePeriodEnd": _iso(end), "ChargeCategory": "Usage",
+        "ChargePeriodStart": charge_start, "ChargePeriodEnd": charge_end, "ChargeCategory": "Usage",
         "ChargeDescription": description, "ChargeFrequency": "Recurring" if charge else "Usage-Based",
         "ConsumedQuantity": "" if charge else fmt(ln.quantity), "ConsumedUnit": "" if charge else ln.unit,
         "InvoiceIssuerName": billing_account_name, "ProviderName": provider, "PublisherName": provider,

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..facts import CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES, REQUEST_STATUSES, SERVICE_TIERS
+from ..facts import (BILL_CHARGE_CATEGORIES, BILL_CHARGE_CLASSES, CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES,
+                     REQUEST_STATUSES, SERVICE_TIERS)
 
 from ..names import CONTROL_CLASS, MAX_NAME, sql_name_bad, sql_name_problem
 
@@ -222,13 +223,14 @@ def _int(c: str, required: bool, minimum: int = 0) -> list[Check]:
     return out
 
 
-def _decimal(c: str, required: bool, scale: int) -> list[Check]:
+def _decimal(c: str, required: bool, scale: int, signed: bool = False) -> list[Check]:
     """Decimal places counted on the text as written (a typed Parquet DECIMAL, read without text,
-    on its value: its scale is at most 12, so the value is exact)."""
+    on its value: its scale is at most 12, so the value is exact). Negative values are refused
+    unless `signed` (a bill's credits and corrections)."""
     x, t = q(c), q(c + "__text")
     out = [_required(c)] if required else []
+    out += [] if signed else [Check(c, f"{x} < 0", said_as_written(c, "is negative"))]
     out += [
-        Check(c, f"{x} < 0", said_as_written(c, "is negative")),
         Check(c, f"(CASE WHEN {t} IS NULL THEN {x} <> round({x}, {scale}) ELSE {places_sql(t)} > {scale} END)",
               said_as_written(c, f"has more than {scale} decimal places (the ledger keeps {scale}; it never rounds)")),
         Check(c, f"abs({x}) >= 1e{38 - scale - 1}", said_as_written(c, "is too large")),
@@ -279,6 +281,13 @@ def _input_parts() -> list[Check]:
             Check("cache_write_1h_input_tokens", f"{over} AND {w5} = 0 AND {w1h} > 0", msg)]
 
 
+def _json_object(c: str) -> Check:
+    """A JSON object written as text (a bill's Tags: ``{"team": "ml"}``), when present."""
+    x = q(c)
+    return Check(c, f"NOT {blank(c)} AND (CASE WHEN json_valid({x}) THEN json_type({x}) <> 'OBJECT' ELSE true END)",
+                 said(c, "is not a JSON object (FOCUS writes tags as {\"key\": \"value\", ...})"))
+
+
 def _ts_order(start: str, end: str) -> Check:
     return Check(end, f"TRY_CAST({q(end)} AS TIMESTAMPTZ) <= TRY_CAST({q(start)} AS TIMESTAMPTZ)",
                  f"'{end} ' || trim({q(end)}) || ' is not after {start} ' || trim({q(start)})")
@@ -313,6 +322,11 @@ def jsonl_checks(kind: str) -> list[Check]:
     return out
 
 
+#: Text columns longer than a name may be: free text, a bill's resource ids (an AWS ARN may have
+#: 2048 characters) and its tags and extras (JSON objects).
+LONG_TEXT = {"description": 1000, "resource_id": 2048, "tags": 65536, "extras": 65536}
+
+
 def name_checks(kind: str) -> list[Check]:
     """The name rule for the text columns not judged on their distinct values (ids, descriptions):
     the categories are (see the ingest's value checks)."""
@@ -320,7 +334,7 @@ def name_checks(kind: str) -> list[Check]:
     out = []
     for c in spec.columns:
         if c.type == "VARCHAR" and c.name not in spec.categories:
-            limit = 1000 if c.name == "description" else MAX_NAME
+            limit = LONG_TEXT.get(c.name, MAX_NAME)
             out.append(Check(c.name, sql_name_bad(q(c.name), max_length=limit),
                              f"{show(c.name)} || ' ' || {sql_name_problem(q(c.name), max_length=limit)}"))
     return out
@@ -366,6 +380,15 @@ def checks(kind: str, valid: frozenset[str] = frozenset()) -> list[Check]:
                Check("allocate", f"NOT {b('allocate')} AND {q('allocate')} NOT IN ('even', 'by_cost', 'by_tokens', "
                      f"'none') AND NOT (starts_with({q('allocate')}, 'tenant:') AND length({q('allocate')}) > 7)",
                      said("allocate", "is not one of even, by_cost, by_tokens, none, tenant:<name>"))]
+    elif kind == "bill":
+        out = [req("line_id"), *_timestamp("charge_period_start", True, valid),
+               *_timestamp("charge_period_end", True, valid), _ts_order("charge_period_start", "charge_period_end"),
+               *_timestamp("billing_period_start", False, valid),
+               *_enum("charge_category", BILL_CHARGE_CATEGORIES, valid),
+               *_enum("charge_class", BILL_CHARGE_CLASSES, valid, required=False), req("provider"),
+               req("service_name"), *_decimal("consumed_quantity", False, 12, signed=True),
+               *_decimal("billed_cost", True, 12, signed=True), *_decimal("effective_cost", True, 12, signed=True),
+               *_decimal("list_cost", True, 12, signed=True), req("billing_currency"), _json_object("tags")]
     else:
         raise KeyError(kind)
     return out + name_checks(kind)

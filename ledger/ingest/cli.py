@@ -20,6 +20,7 @@ KINDS_HELP = {
     "outcomes": "task outcomes (success | failure) with their criteria",
     "fleet": "GPU fleet intervals per pool and role",
     "charges": "invoice charges with their allocation rule",
+    "bill": "a cloud bill's cost-and-usage rows in FinOps FOCUS 1.0 to 1.3 (CSV or Parquet; docs/reconcile.md)",
 }
 
 
@@ -44,7 +45,13 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
         try:
             opts = dict(fmt=fmt, register_new=register_new, dry_run=dry_run, as_adjustment=as_adjustment,
                         on_step=on_step, on_progress=lambda pct: progress.update(task, total=100, completed=pct))
-            if source is None:
+            if kind == "bill" and source is not None:
+                fail("--from and --map do not apply to a bill: it is read as FOCUS (docs/reconcile.md)")
+            if kind == "bill":
+                from .bill import ingest_bill
+
+                result = ingest_bill(files, **opts)
+            elif source is None:
                 result = ingest(kind, files, **opts)
             else:
                 from .sources import ingest_from
@@ -107,7 +114,8 @@ def register(app: typer.Typer) -> None:
                                                        help="book rows of closed periods into the current open period"),
                     as_json: bool = typer.Option(False, "--json"),
                     source: Optional[str] = typer.Option(None, "--from",
-                                                         help="read another tool's export: litellm (needs --map)"),
+                                                         help="read another tool's export (needs --map): litellm, langfuse or otel "
+                                                              "for requests; langfuse-scores for outcomes"),
                     map_path: Optional[Path] = typer.Option(None, "--map",
                                                             help="TOML map of source fields to ledger columns "
                                                                  "(with --from; docs/adapters.md)")) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 from sqlmodel import select
 
-from .. import config, facts, store
+from .. import config, duck, facts, store
 from ..models import IngestBatch, Pool
 from . import enums, opening
 from .checks import cast_checks, checks, jsonl_checks, lit, q
@@ -39,13 +39,9 @@ def _lock(home: Path):
 
 
 def _connect(home: Path) -> duckdb.DuckDBPyConnection:
-    tmp = home / "facts" / "_tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"SET temp_directory = {lit(str(tmp))}")
-    con.execute("SET memory_limit = '1200MB'")
-    con.execute("SET preserve_insertion_order = true")
+    """The ingest's connection (ledger.duck: at most 1200MB unless LEDGER_MEMORY_LIMIT says, spilling
+    into the home), rows kept in file order so that problems name lines in order."""
+    con = duck.connect("ingest", home=home, ordered=True)
     con.execute("SET enable_progress_bar = true")  # tracked for on_progress, never printed by DuckDB
     con.execute("SET enable_progress_bar_print = false")
     return con

@@ -9,7 +9,7 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "js
            ".json": "jsonl"}
 MAX_PROBLEMS = 50
 MAX_LINE_BYTES = 1 << 20
-ADJUSTABLE = ("requests", "meters", "outcomes")
+ADJUSTABLE = ("requests", "meters", "outcomes", "bill")
 # Parquet 2 encodings (delta-packed integers and instants) with zstd at level 1 write in half the
 # time of DuckDB's defaults (Parquet 1, zstd level 3) for files of about the same size.
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, PARQUET_VERSION V2"

@@ -69,12 +69,13 @@ def _value_checks(kind: str, values: dict) -> list[Check]:
         if bad:
             out.append(Check("unit", f"{q('unit')} IN ({', '.join(lit(u) for u in bad)})",
                              f"'''' || {q('unit')} || ''' is not a unit pint knows (e.g. call, GB, GiB, span, token)'"))
-    if kind == "charges":
+    currency = {"charges": "currency", "bill": "billing_currency"}.get(kind)
+    if currency:
         iso = set(list_currencies())
-        bad = [c for c in values.get("currency") or [] if c not in iso]
+        bad = [c for c in values.get(currency) or [] if c not in iso]
         if bad:
-            out.append(Check("currency", f"{q('currency')} IN ({', '.join(lit(c) for c in bad)})",
-                             f"'''' || {q('currency')} || ''' is not an ISO 4217 currency code'"))
+            out.append(Check(currency, f"{q(currency)} IN ({', '.join(lit(c) for c in bad)})",
+                             f"'''' || {q(currency)} || ''' is not an ISO 4217 currency code'"))
     return out
 
 

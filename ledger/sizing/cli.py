@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import replace
 from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import List, Optional
 
@@ -17,7 +19,9 @@ from .engine import Reserves, SizingRequest, size
 from .loaders import FORMATS, load_curve
 from .memory import memory_fit
 from .model_config import load_model_config
-from .report import comparison_as_table, context_lines, sizing_as_dict, sizing_as_table
+from .curve import fmt_num
+from .report import (comparison_as_table, context_lines, ops_lines, ops_table, reserve_lines, sizing_as_dict,
+                     sizing_as_table)
 
 
 def _fail(lines) -> None:
@@ -60,8 +64,8 @@ def _price_index(pricebooks: Optional[List[Path]]):
 
 
 def size_command(
-    tpm: float = typer.Option(..., "--tpm", help="output tokens per minute to serve"),
-    sla: str = typer.Option(..., "--sla", help="interactivity SLAs in tok/s/user, comma-separated: 20,50,100"),
+    tpm: Optional[float] = typer.Option(None, "--tpm", help="output tokens per minute to serve (or --workload)"),
+    sla: Optional[str] = typer.Option(None, "--sla", help="interactivity SLAs in tok/s/user, comma-separated: 20,50,100 (or --tier)"),
     gpus_per_replica: int = typer.Option(..., "--gpus-per-replica", help="GPUs per replica (the TP/pod size)"),
     anchors: Optional[str] = typer.Option(None, "--anchors", help='measured anchors "c:tok_s_user,...", e.g. "1:215.5,10:122.2"'),
     curve: Optional[List[Path]] = typer.Option(None, "--curve", help="curve file (repeat to merge one file per load level)"),
@@ -92,6 +96,16 @@ def size_command(
     workspace_gib: Optional[float] = typer.Option(None, "--workspace-gib", help="activation peak + non-torch memory per GPU (GiB)"),
     compare_curve: Optional[List[Path]] = typer.Option(None, "--compare-curve", help="what-if curve file: delta GPUs and $/month at each SLA"),
     compare_select: Optional[str] = typer.Option(None, "--compare-select", help="pick a curve in the what-if file"),
+    tier: Optional[List[str]] = typer.Option(None, "--tier", help="an SLA tier NAME:SHARE:SLA[:TTFT_MS], e.g. interactive:0.3:100:500; repeat, shares adding up to 1"),
+    prefill_curve: Optional[Path] = typer.Option(None, "--prefill-curve", help="disaggregated: the prefill curve (input tok/s per replica against TTFT); --curve is then the decode curve"),
+    prefill_format: str = typer.Option("auto", "--prefill-format", help="prefill curve format: auto, csv, vllm, sglang"),
+    prefill_select: Optional[str] = typer.Option(None, "--prefill-select", help="pick a curve in a multi-curve prefill file"),
+    prefill_gpus_per_replica: Optional[int] = typer.Option(None, "--prefill-gpus-per-replica", help="GPUs per prefill replica (default --gpus-per-replica)"),
+    workload: Optional[str] = typer.Option(None, "--workload", help="size from the ledger's traffic of this period (YYYY-MM): TPM, ISL and OSL"),
+    pool: Optional[str] = typer.Option(None, "--pool", help="with --workload: the pool whose traffic to size for"),
+    product: Optional[str] = typer.Option(None, "--product", help="with --workload: only this product's traffic"),
+    percentile: str = typer.Option("p99", "--percentile", help="with --workload: the per-minute TPM to size for: p50, p95, p99, max, mean"),
+    time_to_ready_min: Optional[int] = typer.Option(None, "--time-to-ready-min", help="minutes a new replica needs to serve: warm reserve = replicas the workload's largest rise over it needs"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON report"),
 ) -> None:
     """Size a pool SLA-first: the SLA picks c*, c* the replica throughput, that the GPU count."""
@@ -104,9 +118,14 @@ def size_command(
 def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_select, util, ttft_ms, interpolate,
          repair, failure_reserve, canary, warm, device, region, purchase_option, at, hours_per_month, pricebooks,
          isl, osl, model_config, kv_dtype, max_model_len, mamba_cache_mode, weights_gib, gpu_mem_gib, mem_util,
-         workspace_gib, compare_curve, compare_select, as_json) -> None:
+         workspace_gib, compare_curve, compare_select, as_json, tier, prefill_curve, prefill_format, prefill_select,
+         prefill_gpus_per_replica, workload, pool, product, percentile, time_to_ready_min) -> None:
     if (anchors is None) == (not curve):
         _fail("give the measured curve as exactly one of --anchors or --curve")
+    _check_options(tpm=tpm, sla=sla, tier=tier, workload=workload, pool=pool, product=product, percentile=percentile,
+                   time_to_ready_min=time_to_ready_min, warm=warm, isl=isl, osl=osl, prefill_curve=prefill_curve,
+                   prefill_format=prefill_format, prefill_select=prefill_select,
+                   prefill_gpus_per_replica=prefill_gpus_per_replica, compare_curve=compare_curve)
     ignored = [msg for cond, msg in (
         (anchors is not None and (curve_select is not None or curve_format != "auto"),
          "--curve-select and --curve-format apply to --curve, not --anchors"),
@@ -120,6 +139,10 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
     ) if cond]
     if ignored:
         _fail(ignored)
+    wi = None
+    if workload is not None:
+        wi = _workload(workload, pool, product, percentile, time_to_ready_min)
+        tpm, isl, osl = wi.tpm, wi.isl, wi.osl
     base_curve = (load_curve(anchors, "anchors") if anchors is not None
                   else load_curve(list(curve), curve_format, curve_select))
     if not math.isfinite(tpm) or tpm <= 0:
@@ -140,34 +163,41 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
                          gpus=gpus_per_replica, isl=shape_isl, osl=shape_osl, max_model_len=max_model_len,
                          mamba_cache_mode=mamba_cache_mode)
 
+    rise = None if wi is None else wi.rise_tpm
+    if tier or prefill_curve is not None:
+        from .disagg import load_prefill_curve
+        from .tiers import PoolRequest, Tier, parse_tier, size_parts
+
+        tiers = tuple(parse_tier(t) for t in tier) if tier else (Tier("", Decimal(1), _slas(sla)[0]),)
+        pre = None if prefill_curve is None else load_prefill_curve(prefill_curve, prefill_format, prefill_select)
+        preq = PoolRequest(tpm=tpm, tiers=tiers, gpus_per_replica=gpus_per_replica, util=util,
+                           reserves=Reserves(failure_reserve, canary, warm), interpolate=interpolate,
+                           ttft_limit_ms=ttft_ms, kv_cap=None if fit is None else fit.concurrency_cap, isl=isl,
+                           osl=osl, repair=repair, rise_tpm=rise, time_to_ready_min=time_to_ready_min,
+                           workload_shape=wi is not None, prefill_gpus_per_replica=prefill_gpus_per_replica)
+        pooled = replace(size_parts(base_curve, preq, prefill=pre, memory=fit), workload=wi)
+        price = _price(device, region, purchase_option, at, hours_per_month, pricebooks)
+        if price is not None:
+            from .tiers import priced_parts
+
+            pooled = priced_parts(pooled, price[0], **price[1])
+        _print_pool(pooled, as_json)
+        return
     request = SizingRequest(tpm=tpm, slas=_slas(sla), gpus_per_replica=gpus_per_replica, util=util,
                             reserves=Reserves(failure_reserve, canary, warm), interpolate=interpolate,
                             ttft_limit_ms=ttft_ms, kv_cap=None if fit is None else fit.concurrency_cap,
-                            isl=isl, osl=osl, repair=repair)
-    result = size(base_curve, request, memory=fit)
+                            isl=isl, osl=osl, repair=repair, rise_tpm=rise, time_to_ready_min=time_to_ready_min,
+                            workload_shape=wi is not None)
+    result = replace(size(base_curve, request, memory=fit), workload=wi)
     alt = None
     if compare_curve:
         alt = size(load_curve(list(compare_curve), curve_format, compare_select), request, memory=fit)
 
-    if device is not None or region is not None or purchase_option is not None:
-        if device is None or region is None or purchase_option is None:
-            _fail("pricing needs all of --device, --region and --purchase-option")
-        from ledger.money import MoneyError, to_decimal
-
-        try:
-            hours = to_decimal(hours_per_month, what="--hours-per-month")
-        except MoneyError as e:
-            _fail(str(e))
-        when = _instant(at)
-        try:
-            price = _price_index(pricebooks).price_at(meter="gpu_time", sku=device, region=region,
-                                                      purchase_option=purchase_option, at=when)
-        except ValueError as e:  # NoPriceError names meter, sku, region and time
-            _fail(str(e))
-        kw = dict(device=device, region=region, purchase_option=purchase_option, at=when, hours_per_month=hours)
-        result = priced(result, price, **kw)
+    price = _price(device, region, purchase_option, at, hours_per_month, pricebooks)
+    if price is not None:
+        result = priced(result, price[0], **price[1])
         if alt is not None:
-            alt = priced(alt, price, **kw)
+            alt = priced(alt, price[0], **price[1])
 
     deltas = compare(result, alt) if alt is not None else None
     if as_json:
@@ -177,10 +207,102 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
     for line in context_lines(result):
         out.print(line, markup=False)
     out.print(sizing_as_table(result))
+    if result.request.reserves.total or result.request.rise_tpm is not None:
+        for line in reserve_lines(result):
+            out.print(line, markup=False)
+    rows = [(f"SLA {fmt_num(r.sla_tok_s_user)}", r.ops) for r in result.rows]
+    out.print(ops_table(rows))
+    for line in ops_lines(rows):
+        out.print(line, markup=False)
     if alt is not None:
         for line in context_lines(alt)[1:2] + list(alt.repairs):
             out.print("what-if " + line, markup=False)
         out.print(comparison_as_table(result, alt, deltas))
+
+
+def _check_options(*, tpm, sla, tier, workload, pool, product, percentile, time_to_ready_min, warm, isl, osl,
+                   prefill_curve, prefill_format, prefill_select, prefill_gpus_per_replica, compare_curve) -> None:
+    """Options that cannot go together, or need another: one line each, before any work."""
+    bad = [msg for cond, msg in (
+        ((tpm is None) == (workload is None), "give the traffic as exactly one of --tpm or --workload PERIOD"),
+        (workload is not None and (isl is not None or osl is not None),
+         "--isl and --osl come from --workload (its mean ISL and OSL); leave them out"),
+        (workload is None and (pool is not None or product is not None or percentile != "p99"
+                               or time_to_ready_min is not None),
+         "--pool, --product, --percentile and --time-to-ready-min read the traffic: also give --workload"),
+        (time_to_ready_min is not None and time_to_ready_min < 1, "--time-to-ready-min must be a whole number >= 1"),
+        (time_to_ready_min is not None and warm, "give the warm reserve as --warm N or from --time-to-ready-min, "
+                                                 "not both"),
+        (bool(tier) and sla is not None, "--sla and --tier: each tier carries its own SLA; give one or the other"),
+        (not tier and sla is None, "give the SLA: --sla 20,50,100, or tiers with --tier NAME:SHARE:SLA[:TTFT_MS]"),
+        (prefill_curve is not None and not tier and sla is not None and len(sla.split(",")) != 1,
+         "a disaggregated pool is sized at one SLA (or per --tier), not a list"),
+        (prefill_curve is None and (prefill_format != "auto" or prefill_select is not None
+                                    or prefill_gpus_per_replica is not None),
+         "--prefill-format, --prefill-select and --prefill-gpus-per-replica need --prefill-curve"),
+        (bool(compare_curve) and (bool(tier) or prefill_curve is not None),
+         "--compare-curve compares plain sizings; leave out --tier and --prefill-curve"),
+    ) if cond]
+    if bad:
+        _fail(bad)
+
+
+def _workload(period: str, pool, product, percentile: str, time_to_ready_min):
+    """The sizing inputs from the ledger's own traffic (ledger.workload, read lazily)."""
+    from ledger import console
+    from ledger.workload import workload as read_workload
+
+    from .traffic import workload_inputs
+
+    with console.Ledger() as s:
+        try:
+            w = read_workload(s, period, pool=pool, product=product, ramp_minutes=time_to_ready_min or 10)
+        except ValueError as e:
+            _fail(getattr(e, "problems", None) or str(e).splitlines())
+    return workload_inputs(w, percentile, time_to_ready_min=time_to_ready_min)
+
+
+def _price(device, region, purchase_option, at, hours_per_month, pricebooks):
+    """The GPU price in force and the pricing keywords, or None when no device is given."""
+    if device is None and region is None and purchase_option is None:
+        return None
+    if device is None or region is None or purchase_option is None:
+        _fail("pricing needs all of --device, --region and --purchase-option")
+    from ledger.money import MoneyError, to_decimal
+
+    try:
+        hours = to_decimal(hours_per_month, what="--hours-per-month")
+    except MoneyError as e:
+        _fail(str(e))
+    when = _instant(at)
+    try:
+        price = _price_index(pricebooks).price_at(meter="gpu_time", sku=device, region=region,
+                                                  purchase_option=purchase_option, at=when)
+    except ValueError as e:  # NoPriceError names meter, sku, region and time
+        _fail(str(e))
+    return price, dict(device=device, region=region, purchase_option=purchase_option, at=when, hours_per_month=hours)
+
+
+def _print_pool(result, as_json: bool) -> None:
+    """A pool in parts: the JSON, or the context, the table, the reserves and the operations table."""
+    from .pool_report import pool_as_dict, pool_as_table, pool_lines, pool_ops, pool_reserve_lines
+
+    if as_json:
+        sys.stdout.write(json.dumps(pool_as_dict(result), indent=2) + "\n")
+        return
+    out = Console(highlight=False, soft_wrap=True)
+    for line in pool_lines(result):
+        out.print(line, markup=False)
+    out.print(pool_as_table(result))
+    if result.ratio:
+        out.print(f"disaggregated: {result.ratio} serving (prefill : decode replicas), "
+                  f"{result.ratio_with_reserves} with the reserves", markup=False)
+    for line in pool_reserve_lines(result):
+        out.print(line, markup=False)
+    table, lines = pool_ops(result)
+    out.print(table)
+    for line in lines:
+        out.print(line, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from .curve import Curve, SizingError, curve_problems, fmt_num, validate_curve
+from .ops import Ops, replica_ops, warm_replicas
 
 VERDICT, DRAFT = "VERDICT", "DRAFT"
 #: A ratio within this of an integer is that integer before ceil(): float noise never adds a replica.
@@ -41,6 +42,7 @@ class OperatingPoint:
     - `limited_by`: what stops a higher concurrency: ``sla``, ``ttft``, ``kv_cap`` (joined by ``+``),
       ``curve_end`` (the highest measured concurrency meets everything) or ``throughput_peak``
       (a higher concurrency would still meet the limits but serve fewer tok/s; DRAFT only).
+    - `ttft_ms`: TTFT at c* [ms] (interpolated like tok/s/user in DRAFT mode), or None when not measured.
     """
 
     c_star: float
@@ -49,6 +51,7 @@ class OperatingPoint:
     throughput_basis: str
     measured: bool
     limited_by: str
+    ttft_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,10 @@ class SizingRow:
       without ISL/OSL: replica_output_tok_s x (ISL + OSL) / OSL / gpus_per_replica.
     - `monthly_cost`: GPUs x hours per month x price per GPU-hour [currency], Decimal at the ledger
       precision, or None when not priced.
+    - `ttft_ms`: TTFT at c* [ms], or None.
+    - `reserves`: the reserve replicas of this row (the warm reserve may come from a traffic rise,
+      per row); `warm_reason` says how the warm reserve was derived ("" when given as a count).
+    - `ops`: what operations configure per replica (ops.Ops), or None.
     """
 
     sla_tok_s_user: float
@@ -79,6 +86,10 @@ class SizingRow:
     gpus: int
     capacity_tokens_per_gpu_s: float | None = None
     monthly_cost: Decimal | None = None
+    ttft_ms: float | None = None
+    reserves: Reserves = field(default_factory=Reserves)
+    warm_reason: str = ""
+    ops: Ops | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,11 @@ class SizingRequest:
     - `isl`, `osl`: the workload's mean input and output tokens per request [token], or None (then
       the curve's are used).
     - `repair`: drop dominated points (upper envelope) instead of failing.
+    - `rise_tpm`: the largest rise of output TPM over `time_to_ready_min` minutes [token/min], or
+      None; when given, each row's warm reserve is the replicas that rise needs (`reserves.warm`
+      must then be 0).
+    - `workload_shape`: ISL/OSL come from measured traffic: a curve measured at another shape is
+      warned about beyond 25 %, not refused beyond 10 %.
     """
 
     tpm: float
@@ -109,14 +125,18 @@ class SizingRequest:
     isl: float | None = None
     osl: float | None = None
     repair: bool = False
+    rise_tpm: float | None = None
+    time_to_ready_min: float | None = None
+    workload_shape: bool = False
 
 
 @dataclass(frozen=True)
 class SizingResult:
     """A sizing: `status` (VERDICT: measured points only; DRAFT: interpolated), the `curve` used
     (after any repair), the `request`, the workload `isl`/`osl` used, one row per SLA (ascending),
-    the `repairs` made to the curve, the `memory` fit (a MemoryFit, or None) and the `pricing`
-    (a cost.PricingBasis, or None)."""
+    the `repairs` made to the curve, the `memory` fit (a MemoryFit, or None), the `pricing`
+    (a cost.PricingBasis, or None), `warnings` (one line each: a curve measured at another shape
+    than the workload's) and the `workload` the request came from (a traffic.WorkloadInputs, or None)."""
 
     status: str
     curve: Curve
@@ -127,13 +147,15 @@ class SizingResult:
     repairs: tuple[str, ...] = ()
     memory: object | None = None
     pricing: object | None = None
+    warnings: tuple[str, ...] = ()
+    workload: object | None = None
 
 
 # ----------------------------------------------------------------------------- checks on inputs
 
 def request_problems(*, tpm: float, slas, gpus_per_replica: int, util: float, reserves: Reserves,
                      ttft_limit_ms: float | None = None, kv_cap: float | None = None,
-                     isl: float | None = None, osl: float | None = None) -> list[str]:
+                     isl: float | None = None, osl: float | None = None, rise_tpm: float | None = None) -> list[str]:
     """Everything wrong with the sizing inputs, one line each."""
     out = []
 
@@ -164,6 +186,11 @@ def request_problems(*, tpm: float, slas, gpus_per_replica: int, util: float, re
         out.append(f"ISL must be >= 0 tokens (got {isl!r})")
     if osl is not None and (not finite(osl) or osl <= 0):
         out.append(f"OSL must be > 0 tokens (got {osl!r})")
+    if rise_tpm is not None:
+        if not finite(rise_tpm):
+            out.append(f"the traffic rise must be a finite TPM (got {rise_tpm!r})")
+        if reserves.warm:
+            out.append("give the warm reserve as a count or from the traffic rise (time to ready), not both")
     return out
 
 
@@ -219,7 +246,7 @@ def _measured_point(curve: Curve, sla: float, ttft_limit: float | None, kv_cap: 
         limited = "+".join(_constraint_names(q.tok_s_user, q.ttft_ms, q.concurrency, sla, ttft_limit, kv_cap))
     return OperatingPoint(c_star=p.concurrency, tok_s_user=p.tok_s_user, replica_output_tok_s=p.replica_output_tok_s,
                           throughput_basis="measured" if p.output_tok_s is not None else "derived", measured=True,
-                          limited_by=limited)
+                          limited_by=limited, ttft_ms=p.ttft_ms)
 
 
 def _interval(ga: float, gb: float, bound: float, at_least: bool) -> tuple[float, float] | None:
@@ -253,7 +280,7 @@ def _interpolated_point(curve: Curve, sla: float, ttft_limit: float | None, kv_c
             op = OperatingPoint(c_star=p.concurrency, tok_s_user=p.tok_s_user,
                                 replica_output_tok_s=p.replica_output_tok_s,
                                 throughput_basis="measured" if p.output_tok_s is not None else "derived", measured=True,
-                                limited_by="")
+                                limited_by="", ttft_ms=p.ttft_ms)
             cands.append((op.replica_output_tok_s, op.c_star, op))
     for a, b in zip(pts, pts[1:]):
         xa, dx = math.log(a.concurrency), math.log(b.concurrency) - math.log(a.concurrency)
@@ -289,8 +316,9 @@ def _interpolated_point(curve: Curve, sla: float, ttft_limit: float | None, kv_c
                 x, basis = a.replica_output_tok_s + (b.replica_output_tok_s - a.replica_output_tok_s) * u, "interpolated"
             else:
                 x, basis = c * t, "derived"
+            ttft = None if a.ttft_ms is None or b.ttft_ms is None else a.ttft_ms + (b.ttft_ms - a.ttft_ms) * u
             cands.append((x, c, OperatingPoint(c_star=c, tok_s_user=t, replica_output_tok_s=x, throughput_basis=basis,
-                                               measured=False, limited_by="")))
+                                               measured=False, limited_by="", ttft_ms=ttft)))
     if not cands:
         raise _infeasible(curve, sla, ttft_limit, kv_cap)
     top = max(x for x, _, _ in cands)
@@ -347,36 +375,66 @@ def replicas_for(tpm: float, replica_output_tok_s: float, util: float) -> int:
 
 def size_pool(curve: Curve, *, tpm: float, sla: float, gpus_per_replica: int, util: float = 0.7,
               reserves: Reserves = Reserves(), interpolate: bool = False, ttft_limit_ms: float | None = None,
-              kv_cap: float | None = None, isl: float | None = None, osl: float | None = None) -> SizingRow:
-    """One pool at one SLA (what a monthly budget calls): c*, replica throughput, replicas, GPUs.
+              kv_cap: float | None = None, isl: float | None = None, osl: float | None = None,
+              rise_tpm: float | None = None, time_to_ready_min: float | None = None,
+              memory: object | None = None) -> SizingRow:
+    """One pool at one SLA (what a monthly budget calls): c*, replica throughput, replicas, GPUs, and
+    what operations configure per replica. With `rise_tpm` the warm reserve is the replicas that
+    rise needs (ops.warm_replicas); the `memory` fit (a MemoryFit) gives the KV-cache thresholds.
     The curve must already be valid (see `validate_curve`); inputs are checked and fail loudly."""
     problems = request_problems(tpm=tpm, slas=(sla,), gpus_per_replica=gpus_per_replica, util=util,
-                                reserves=reserves, ttft_limit_ms=ttft_limit_ms, kv_cap=kv_cap, isl=isl, osl=osl)
+                                reserves=reserves, ttft_limit_ms=ttft_limit_ms, kv_cap=kv_cap, isl=isl, osl=osl,
+                                rise_tpm=rise_tpm)
     if problems:
         raise SizingError(problems)
     op = operating_point(curve, sla, interpolate=interpolate, ttft_limit_ms=ttft_limit_ms, kv_cap=kv_cap)
     serving = replicas_for(tpm, op.replica_output_tok_s, util)
+    warm_reason = ""
+    if rise_tpm is not None:
+        warm, warm_reason = warm_replicas(rise_tpm=rise_tpm, minutes=time_to_ready_min,
+                                          capacity_tok_s=op.replica_output_tok_s, util=util)
+        reserves = replace(reserves, warm=warm)
     total = serving + reserves.total
-    cap = (capacity_tokens_per_gpu_s(op.replica_output_tok_s, isl, osl, gpus_per_replica)
-           if isl is not None and osl is not None else None)
+    known = isl is not None and osl is not None
+    cap = capacity_tokens_per_gpu_s(op.replica_output_tok_s, isl, osl, gpus_per_replica) if known else None
+    ops = replica_ops(c_star=op.c_star, capacity_tok_s=op.replica_output_tok_s, util=util, rate_tok_s=tpm / 60.0,
+                      replicas=serving, ttft_limit_ms=ttft_limit_ms, ttft_ms=op.ttft_ms, tokens_per_request=osl,
+                      memory=memory)
     return SizingRow(sla_tok_s_user=sla, c_star=op.c_star, tok_s_user=op.tok_s_user,
                      replica_output_tok_s=op.replica_output_tok_s, throughput_basis=op.throughput_basis,
                      c_star_measured=op.measured, limited_by=op.limited_by, replicas_serving=serving,
                      replicas_reserve=reserves.total, replicas=total, gpus=total * gpus_per_replica,
-                     capacity_tokens_per_gpu_s=cap)
+                     capacity_tokens_per_gpu_s=cap, ttft_ms=op.ttft_ms, reserves=reserves, warm_reason=warm_reason,
+                     ops=ops)
 
 
-def _shape_problems(curve: Curve, req: SizingRequest) -> list[str]:
-    """The curve must be measured on the replica and the workload shape being sized."""
-    ctx, out = curve.context, []
-    if ctx.gpus_per_replica is not None and ctx.gpus_per_replica != req.gpus_per_replica:
-        out.append(f"{ctx.source}: the curve was measured on {ctx.gpus_per_replica} GPUs per replica, not "
-                   f"{req.gpus_per_replica}: its throughput is that replica's")
-    for name, want, got in (("ISL", req.isl, ctx.isl), ("OSL", req.osl, ctx.osl)):
-        if want is not None and got is not None and abs(want - got) > 0.10 * max(want, got):
-            out.append(f"{ctx.source}: the curve was measured at {name} {fmt_num(got, 0)}, the workload has "
-                       f"{fmt_num(want, 0)}: size with a curve measured at the workload's shape")
-    return out
+#: Typed ISL/OSL must be within 10 % of the curve's; ISL/OSL measured from traffic are warned about beyond 25 %.
+SHAPE_TOLERANCE, WORKLOAD_SHAPE_TOLERANCE = 0.10, 0.25
+
+
+def shape_check(ctx, *, gpus_per_replica: int, isl: float | None, osl: float | None, workload_shape: bool = False,
+                what: str = "curve") -> tuple[list[str], list[str]]:
+    """(problems, warnings) of a curve's context (a CurveContext) against the replica and the workload
+    shape: another replica size is a problem; ISL/OSL more than 10 % apart (max-relative) a problem,
+    or, when they come from measured traffic (`workload_shape`), more than 25 % from the workload's a
+    warning that reports both."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    if ctx.gpus_per_replica is not None and ctx.gpus_per_replica != gpus_per_replica:
+        problems.append(f"{ctx.source}: the {what} was measured on {ctx.gpus_per_replica} GPUs per replica, not "
+                        f"{gpus_per_replica}: its throughput is that replica's")
+    for name, want, got in (("ISL", isl, ctx.isl), ("OSL", osl, ctx.osl)):
+        if want is None or got is None:
+            continue
+        if workload_shape:
+            if want > 0 and abs(got - want) > WORKLOAD_SHAPE_TOLERANCE * want:
+                warnings.append(f"warning: {ctx.source}: the {what} was measured at {name} {fmt_num(got, 0)}, the "
+                                f"workload's mean {name} is {fmt_num(want, 0)} ({(got - want) / want:+.0%}): a curve "
+                                f"measured at another shape is the most common sizing error")
+        elif abs(want - got) > SHAPE_TOLERANCE * max(want, got):
+            problems.append(f"{ctx.source}: the {what} was measured at {name} {fmt_num(got, 0)}, the workload has "
+                            f"{fmt_num(want, 0)}: size with a curve measured at the workload's shape")
+    return problems, warnings
 
 
 def size(curve: Curve, request: SizingRequest, *, memory: object | None = None) -> SizingResult:
@@ -384,11 +442,12 @@ def size(curve: Curve, request: SizingRequest, *, memory: object | None = None) 
     matches the replica and workload, and fails loudly with one line per problem at any SLA."""
     problems = request_problems(tpm=request.tpm, slas=request.slas, gpus_per_replica=request.gpus_per_replica,
                                 util=request.util, reserves=request.reserves, ttft_limit_ms=request.ttft_limit_ms,
-                                kv_cap=request.kv_cap, isl=request.isl, osl=request.osl)
+                                kv_cap=request.kv_cap, isl=request.isl, osl=request.osl, rise_tpm=request.rise_tpm)
     if problems:
         raise SizingError(problems)
     curve, repairs = validate_curve(curve, repair=request.repair)
-    shape = _shape_problems(curve, request)
+    shape, warnings = shape_check(curve.context, gpus_per_replica=request.gpus_per_replica, isl=request.isl,
+                                  osl=request.osl, workload_shape=request.workload_shape)
     if shape:
         raise SizingError(shape)
     isl = request.isl if request.isl is not None else curve.context.isl
@@ -398,10 +457,13 @@ def size(curve: Curve, request: SizingRequest, *, memory: object | None = None) 
         try:
             rows.append(size_pool(curve, tpm=request.tpm, sla=sla, gpus_per_replica=request.gpus_per_replica,
                                   util=request.util, reserves=request.reserves, interpolate=request.interpolate,
-                                  ttft_limit_ms=request.ttft_limit_ms, kv_cap=request.kv_cap, isl=isl, osl=osl))
+                                  ttft_limit_ms=request.ttft_limit_ms, kv_cap=request.kv_cap, isl=isl, osl=osl,
+                                  rise_tpm=request.rise_tpm, time_to_ready_min=request.time_to_ready_min,
+                                  memory=memory))
         except SizingError as e:
             errors.extend(p for p in e.problems if p not in errors)
     if errors:
         raise SizingError(errors)
     return SizingResult(status=DRAFT if request.interpolate else VERDICT, curve=curve, request=request,
-                        rows=tuple(rows), isl=isl, osl=osl, repairs=repairs, memory=memory)
+                        rows=tuple(rows), isl=isl, osl=osl, repairs=repairs, memory=memory,
+                        warnings=tuple(warnings))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from rich import box
 from rich.table import Table
 
 from .curve import Curve, CurvePoint, fmt_num
@@ -40,12 +41,17 @@ def sizing_as_dict(result: SizingResult, comparison: tuple[ComparisonRow, ...] |
              "c_star_measured": r.c_star_measured, "limited_by": r.limited_by,
              "replicas_serving": r.replicas_serving, "replicas_reserve": r.replicas_reserve,
              "replicas": r.replicas, "gpus": r.gpus, "monthly_cost": _money(r.monthly_cost),
-             "capacity_tokens_per_gpu_s": r.capacity_tokens_per_gpu_s} for r in result.rows]
+             "capacity_tokens_per_gpu_s": r.capacity_tokens_per_gpu_s, "ttft_ms": r.ttft_ms,
+             "reserves": {"failure": r.reserves.failure, "canary": r.reserves.canary, "warm": r.reserves.warm,
+                          "warm_reason": r.warm_reason or None},
+             "ops": ops_as_dict(r.ops)} for r in result.rows]
     out = {"status": result.status, "curve": curve_as_dict(result.curve), "tpm": req.tpm, "util": req.util,
            "gpus_per_replica": req.gpus_per_replica, "interpolate": req.interpolate,
            "ttft_limit_ms": req.ttft_limit_ms, "kv_cap": req.kv_cap, "isl": result.isl, "osl": result.osl,
            "reserves": {"failure": req.reserves.failure, "canary": req.reserves.canary, "warm": req.reserves.warm},
-           "rows": rows, "repairs": list(result.repairs), "memory": None, "pricing": None}
+           "rows": rows, "repairs": list(result.repairs), "memory": None, "pricing": None,
+           "warnings": list(result.warnings), "workload": workload_as_dict(result.workload),
+           "time_to_ready_min": req.time_to_ready_min, "rise_tpm": req.rise_tpm}
     if result.memory is not None:
         out["memory"] = asdict(result.memory)
     p = result.pricing
@@ -66,6 +72,22 @@ def sizing_as_dict(result: SizingResult, comparison: tuple[ComparisonRow, ...] |
     return out
 
 
+def ops_as_dict(ops) -> dict | None:
+    """Per replica, for operations (ops.Ops) as JSON: counts as integers, shares and tok/s as numbers."""
+    return None if ops is None else asdict(ops)
+
+
+def workload_as_dict(w) -> dict | None:
+    """What a sizing took from measured traffic (traffic.WorkloadInputs), or None."""
+    return None if w is None else asdict(w)
+
+
+def _warm_text(req) -> str:
+    if req.rise_tpm is None:
+        return f"warm {req.reserves.warm}"
+    return f"warm from the largest rise over {fmt_num(req.time_to_ready_min)} min (time to ready), below"
+
+
 def context_lines(result: SizingResult) -> list[str]:
     """Every number's context, as lines above the table (no bare numbers)."""
     c, req = result.curve.context, result.request
@@ -84,7 +106,12 @@ def context_lines(result: SizingResult) -> list[str]:
              and result.osl is not None else "ISL/OSL unknown (no capacity per GPU)")
     lines.append(f"TPM {fmt_num(req.tpm, 0)} output tokens/min = {fmt_num(req.tpm / 60, 1)} tok/s, util "
                  f"{req.util:g}, {req.gpus_per_replica} GPU{'' if req.gpus_per_replica == 1 else 's'} per replica, reserves: failure {req.reserves.failure}, "
-                 f"canary {req.reserves.canary}, warm {req.reserves.warm}; {shape}")
+                 f"canary {req.reserves.canary}, {_warm_text(req)}; {shape}")
+    if result.workload is not None:
+        from .traffic import workload_lines
+
+        lines.extend(workload_lines(result.workload))
+        lines.append(f"the curve was measured at ISL/OSL {fmt_num(c.isl, 1)}/{fmt_num(c.osl, 1)} tokens")
     limits = []
     if req.ttft_limit_ms is not None:
         limits.append(f"TTFT <= {fmt_num(req.ttft_limit_ms)} ms")
@@ -104,7 +131,44 @@ def context_lines(result: SizingResult) -> list[str]:
                      f"in force at {p.at.isoformat()} ({p.book}@{p.version}, {p.source_url}); "
                      f"{p.hours_per_month} hours/month")
     lines.extend(result.repairs)
+    lines.extend(result.warnings)
     return lines
+
+
+def ops_table(rows: list[tuple[str, object]], title: str = "per replica, for operations") -> Table:
+    """One row per (label, ops.Ops): the admission limit, the scale-out thresholds on waiting requests
+    and on KV-cache usage, the headroom at the planned util, the load per replica as sized."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE)
+    for name in ("", "admission limit", "scale out at waiting", "scale out at KV", "KV at admission",
+                 "replica tok/s", "headroom tok/s", "load tok/s", "util as sized"):
+        t.add_column(name, justify="left" if not name else "right")
+    for label, o in rows:
+        t.add_row(label, "-" if o.admission_limit is None else f"{o.admission_limit:,}", f"{o.queue_scale_out:,}",
+                  "-" if o.kv_scale_out is None else f"{o.kv_scale_out:.1%}",
+                  "-" if o.kv_at_admission is None else f"{o.kv_at_admission:.1%}",
+                  fmt_num(o.capacity_tok_s, 1), fmt_num(o.headroom_tok_s, 1), fmt_num(o.load_tok_s, 1),
+                  f"{o.utilisation_as_sized:.1%}")
+    return t
+
+
+def ops_lines(rows: list[tuple[str, object]]) -> list[str]:
+    """How each threshold was derived, one line per row and signal."""
+    out = []
+    for label, o in rows:
+        out.append(f"{label}: scale out at waiting: {o.queue_basis}")
+        out.append(f"{label}: KV: {o.kv_basis}")
+    return out
+
+
+def reserve_lines(result: SizingResult) -> list[str]:
+    """The reserves beside each other, with the warm reserve's reason, one line per SLA."""
+    out = []
+    for r in result.rows:
+        v = r.reserves
+        why = f" ({r.warm_reason})" if r.warm_reason else ""
+        out.append(f"reserves at SLA {fmt_num(r.sla_tok_s_user)}: failure {v.failure}, canary {v.canary}, "
+                   f"warm {v.warm}{why}")
+    return out
 
 
 def sizing_as_table(result: SizingResult) -> Table:

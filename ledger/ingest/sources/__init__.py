@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from ... import config, facts
+from ... import config, duck, facts
 from ..checks import lit, q
 from ..commit import ingest
 from ..opening import _sha256
@@ -62,11 +62,8 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
     _sweep_stale(root)
     work = root / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     work.mkdir(parents=True)
-    con = duckdb.connect()
+    con = duck.connect("ingest_source", home=home, ordered=True)
     try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute(f"SET temp_directory = {lit(str(work / 'spill'))}")
-        con.execute("SET preserve_insertion_order = true")
         prepare = getattr(adapter, "prepare", None)
         if prepare:
             prepare(con, m)

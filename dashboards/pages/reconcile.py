@@ -1,0 +1,124 @@
+"""Bill reconciliation (finance): a run's priced cost beside the cloud bill, per pool, provider and category."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+from pages import _common as ui
+
+from ledger import dashboard as dd
+from ledger.dashboard import reconcile as dr
+from ledger.reconcile import ReconcileError
+
+st.title("Bill reconciliation")
+state = ui.ledger_state()
+if not state.has_runs:
+    ui.show_guidance(state)
+    st.stop()
+st.caption("The ledger's priced cost beside the bill's effective cost (after discounts and commitments), the same "
+           "figures as `ledger reconcile`: difference = billed − priced, its share of the priced cost. Bills come "
+           "in with `ledger ingest bill FILE...` (FinOps FOCUS); the map says which bill rows are which resource's.")
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def figures(url: str, run_id: str, name: str, raw: bytes) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
+    """The reconciliation of a run with a map (runs are immutable; a new bill batch shows within 30 s)."""
+    bill_map = dr.read_map(name, raw)
+    with dd.reading(url) as s:
+        rec = dr.reconciliation(s, run_id, bill_map)
+    return dr.resources_frame(rec), dr.unmatched_frame(rec), dr.drift_frame(rec), dr.totals(rec)
+
+
+found = dr.home_map()
+kinds = ["the ledger home's bill-map.toml", "upload a map"]
+source = st.radio("Bill map", kinds, key="rc_source", horizontal=True, index=0 if found else 1,
+                  help="A TOML file of [[pools]], [[providers]] and [[categories]] rules (docs/reconcile.md).")
+if source == kinds[0]:
+    if found is None:
+        st.info("There is no `bill-map.toml` in the ledger home: upload a map, or write one there "
+                "(docs/reconcile.md shows how).")
+        st.stop()
+    name, raw = found
+else:
+    up = st.file_uploader("Bill map (TOML)", type=["toml"], key="rc_upload")
+    if up is None:
+        st.info("Upload a bill map (TOML), or keep one as `bill-map.toml` in the ledger home.")
+        st.stop()
+    name, raw = up.name, up.getvalue()
+
+with dd.reading(state.url) as s:
+    run = ui.pick_run(s, state, "rc")
+if run is None:
+    st.stop()
+try:
+    resources, unmatched, drift, tot = figures(state.url, run.run_id, name, raw)
+except ReconcileError as e:
+    ui.show_problems(e.problems, title="Cannot reconcile")
+    st.stop()
+
+f = ui.fmt(tot["currency"])
+true_up = " (a true-up run: its variance lines are left out)" if tot["run_true_up"] else ""
+st.markdown(f"Run `{tot['run_id']}`{true_up} · {tot['currency']} · bill batches "
+            f"{', '.join(tot['bill_batches']) or 'none'} ({f.count(tot['bill_rows'])} rows) · map `{tot['map']}`")
+if not tot["bill_rows"]:
+    st.info("No bill row counts in this period: ingest the bill with `ledger ingest bill FILE...`.")
+
+with st.container(key="rc_tiles", horizontal=True):
+    st.metric("Priced", f.money(tot["priced"]), border=True,
+              help="The run's cost of the resources the bill covers.")
+    st.metric("Billed", f.money(tot["billed"]), border=True,
+              help="The bill's effective cost in the period, unmatched rows included.")
+    st.metric("Variance (billed − priced)", f.money(tot["variance"]), border=True,
+              help=f"{f.pct(tot['share'])} of the priced cost." if tot["share"] is not None else None)
+    st.metric("Unmatched bill cost", f.money(tot["unmatched"]), border=True,
+              help="Bill rows no rule of the map places: listed below, never dropped.")
+    st.metric("Trued-up total", f.money(tot["trued_up_total"]), border=True,
+              help=f"What `ledger allocate --true-up` books: the run total {f.money(tot['run_total'])} + the "
+                   f"variance; the resources not billed ({f.money(tot['not_billed'])}) keep their priced cost.")
+
+
+def money_or_dash(v) -> str:
+    return "—" if v is None or pd.isna(v) else f.money(v)
+
+
+st.subheader("Per pool, provider and category")
+billed = resources[resources["billed"].notna()]
+if not billed.empty:
+    long = pd.concat([billed.assign(side="priced", amount=billed["priced"]),
+                      billed.assign(side="billed", amount=billed["billed"])])
+    long["resource"] = long["kind"] + " " + long["name"]
+    chart = ui.floats(long[["resource", "side", "amount"]], ["amount"])
+    chart["shown"] = long["amount"].map(f.money).to_numpy()
+    with st.container(key="rc_chart"):
+        st.altair_chart(alt.Chart(chart).mark_bar().encode(
+            y=alt.Y("resource:N", title=None), x=alt.X("amount:Q", title=tot["currency"]),
+            yOffset=alt.YOffset("side:N", sort=["priced", "billed"]),
+            color=alt.Color("side:N", sort=["priced", "billed"], title=None),
+            tooltip=["resource:N", "side:N", alt.Tooltip("shown:N", title="amount")]), width="stretch")
+ui.table(pd.DataFrame({
+    "resource": resources["kind"] + " " + resources["name"], "priced": resources["priced"].map(f.money),
+    "billed": resources["billed"].map(money_or_dash), "difference": resources["difference"].map(money_or_dash),
+    "share": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
+              for v, why in zip(resources["share"], resources["undefined_because"], strict=True)],
+    "corrections": resources["corrections"].map(money_or_dash), "rows": resources["rows"]}), "rc_resources")
+
+st.subheader("Unmatched bill rows")
+if unmatched.empty:
+    st.caption("Every bill row of the period is placed by a rule.")
+else:
+    ui.table(pd.DataFrame({**{c: unmatched[c].fillna("") for c in dr.UNMATCHED_COLUMNS[:5]},
+                           "rows": unmatched["rows"], "effective cost": unmatched["effective_cost"].map(f.money),
+                           "billed cost": unmatched["billed_cost"].map(f.money)}), "rc_unmatched")
+
+st.subheader("Reported cost vs the book, per model")
+if drift.empty:
+    st.caption("No provider request of the period carries a reported cost (a gateway's or tracer's own cost).")
+else:
+    ui.table(pd.DataFrame({"provider": drift["provider"], "model": drift["model"], "requests": drift["requests"],
+                           "ours (book)": drift["ours"].map(f.unit_money),
+                           "reported": drift["reported"].map(f.unit_money),
+                           "difference": drift["difference"].map(f.unit_money),
+                           "share": [f.pct(v) if v is not None and not pd.isna(v) else "undefined"
+                                     for v in drift["share"]]}), "rc_drift")
+for note in tot["notes"]:
+    st.caption(f"Note: {note}")

@@ -1,0 +1,44 @@
+"""Reconciliation with cloud bills (docs/reconcile.md): a stage between economics and runs.
+
+`billmap` (the TOML map from bill rows to pools, providers and categories), `bills` (a period's
+bill rows placed on resources, in the run's currency), `drift` (requests' reported cost beside the
+ledger's price, per provider and model), `compare` (the reconciliation of a run's lines with the
+bill), `trueup` (variance lines: ``allocate --true-up``), `render` (JSON, CSV, table) and `cli`
+(``ledger reconcile``). It reads runs as lines handed to it, so :mod:`ledger.runs` can use the
+true-up when it writes a run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import config
+from .billmap import (MAPPED_CATEGORIES, MATCH, SECTIONS, BillMap, ReconcileError, Rule, load_map,
+                      map_from_bytes)
+from .bills import RESOURCE_KINDS, Bill, Billed, Resource, Unmatched, read_bill
+from .compare import Reconciliation, Row, priced_by_resource, reconcile, reconcile_run, resource_of
+from .drift import Drift, reported_drift
+from .trueup import BILL_ROW, true_up
+
+MAP_NAME = "bill-map.toml"
+
+
+def default_map_path() -> Path:
+    """The bill map used when none is named: ``bill-map.toml`` in the ledger home."""
+    return config.ledger_home() / MAP_NAME
+
+
+def map_for(path: str | Path | None) -> BillMap:
+    """The map at `path`, or when none is named the ledger home's ``bill-map.toml``; ReconcileError
+    when there is none or it is not valid."""
+    if path is None:
+        path = default_map_path()
+        if not path.is_file():
+            raise ReconcileError(f"no bill map: name one with --map MAP.toml (or keep it as {path}); "
+                                 "docs/reconcile.md shows how to write one")
+    return load_map(path)
+
+
+__all__ = ["BILL_ROW", "MAPPED_CATEGORIES", "MAP_NAME", "MATCH", "RESOURCE_KINDS", "SECTIONS", "Bill", "BillMap",
+           "Billed", "Drift", "Reconciliation", "ReconcileError", "Resource", "Row", "Rule", "Unmatched",
+           "default_map_path", "load_map", "map_for", "map_from_bytes", "priced_by_resource", "read_bill",
+           "reconcile", "reconcile_run", "reported_drift", "resource_of", "true_up"]

@@ -1,0 +1,186 @@
+"""The bill map (TOML): which rows of a cloud bill are the cost of which ledger resource.
+
+```toml
+[[pools]]                    # a self-hosted GPU pool of the ledger
+pool = "h100-chat"
+Tags = { "user:ledger-pool" = "h100-chat" }
+
+[[pools]]
+pool = "h100-chat"
+ResourceId = "arn:aws:ec2:us-east-1:123456789012:instance/i-0h100chat*"
+
+[[providers]]                # an external API priced per token
+provider = "bedrock"
+ServiceName = "Amazon Bedrock"
+
+[[categories]]               # any other category of the ledger (egress, storage, observability, ...)
+category = "egress"
+ServiceName = "AWS Data Transfer"
+```
+
+A rule names its target (``pool``, ``provider`` or ``category``) and one or more conditions, keyed
+by FOCUS column (:data:`MATCH`), each a glob (``*`` any text, ``?`` one character, ``[...]`` one of;
+case-sensitive; a value without them is matched exactly); ``Tags`` is a table of tag key = glob of
+its value; a key starting with ``x_`` tests that provider column, as ingest kept it in the row's
+extras (``x_UsageType = "*-DataTransfer-Out-Bytes"``). A row matches a rule when every condition
+holds. Rules are tried in order: every ``[[pools]]`` rule first, then ``[[providers]]``, then
+``[[categories]]``, each in file order, and the first that matches places the row. A row no rule
+matches is *unmatched*: listed with its cost, never dropped.
+"""
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..allocate import CATEGORIES
+from ..ingest.checks import lit, q
+
+
+class ReconcileError(ValueError):
+    """Reconciliation or a true-up cannot be made: `problems` holds one line per problem."""
+
+    def __init__(self, problems: list[str] | str):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+#: Sections of the map and the key naming each rule's target.
+SECTIONS = {"pools": "pool", "providers": "provider", "categories": "category"}
+#: Condition keys (FOCUS column names) -> the ledger bill column they test. ``ProviderName`` tests
+#: the bill's provider, which ingest took from ServiceProviderName (FOCUS 1.3) or ProviderName.
+MATCH = {"ProviderName": "provider", "ServiceName": "service_name", "ServiceCategory": "service_category",
+         "ChargeCategory": "charge_category", "ResourceId": "resource_id", "ResourceName": "resource_name",
+         "SkuId": "sku_id", "RegionId": "region", "BillingAccountId": "billing_account_id",
+         "CommitmentDiscountId": "commitment_discount_id"}
+TAGS = "Tags"
+EXTRA = "x_"
+#: Categories a [[categories]] rule may name: GPU cost is a pool's, token cost a provider's.
+MAPPED_CATEGORIES = tuple(c for c in CATEGORIES if c not in ("gpu", "provider_tokens"))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: `kind` (pool | provider | category), the `target` name, `conditions` as
+    ``(ledger bill column, glob)`` pairs, `tags` as ``(tag key, glob)`` pairs, `extras` as
+    ``(x_ column, glob)`` pairs, and `label`, where it is written (``pools[2]``, counting from 1)."""
+
+    kind: str
+    target: str
+    conditions: tuple[tuple[str, str], ...]
+    tags: tuple[tuple[str, str], ...]
+    label: str
+    extras: tuple[tuple[str, str], ...] = ()
+
+    def sql(self) -> str:
+        """SQL true for a bill row (the columns of the ``bill`` kind) that this rule places."""
+        parts = [f"coalesce({q(col)} GLOB {lit(glob)}, false)" for col, glob in self.conditions]
+        parts += [f"coalesce((CASE WHEN json_valid({col}) THEN CAST({col} AS JSON) ->> {lit(key)} END) "
+                  f"GLOB {lit(glob)}, false)"
+                  for col, pairs in (("tags", self.tags), ("extras", self.extras)) for key, glob in pairs]
+        return "(" + " AND ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class BillMap:
+    """A loaded map: its `path` as given, the `sha256` of its bytes and its `rules` in the order
+    they are tried."""
+
+    path: str
+    sha256: str
+    rules: tuple[Rule, ...]
+
+    def rule_sql(self) -> str:
+        """SQL: the index of the first rule placing a bill row, NULL when none does."""
+        cases = " ".join(f"WHEN {r.sql()} THEN {i}" for i, r in enumerate(self.rules))
+        return f"(CASE {cases} END)" if cases else "CAST(NULL AS INTEGER)"
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "sha256": self.sha256, "rules": len(self.rules)}
+
+
+def load_map(path: str | Path) -> BillMap:
+    """The map at `path`; ReconcileError naming the file and the rule for every problem."""
+    p = Path(path)
+    if not p.is_file():
+        raise ReconcileError(f"{path}: no such bill map (a TOML file of [[pools]], [[providers]] and "
+                             "[[categories]] rules: docs/reconcile.md)")
+    return map_from_bytes(p.read_bytes(), str(path))
+
+
+def map_from_bytes(raw: bytes, name: str) -> BillMap:
+    """A map from its bytes (a file's, an upload's) named `name`; ReconcileError as :func:`load_map`."""
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ReconcileError(f"{name}: not a TOML file: {e}") from None
+    rules, problems = parse_rules(doc, name)
+    if problems:
+        raise ReconcileError(problems)
+    return BillMap(path=name, sha256=hashlib.sha256(raw).hexdigest(), rules=tuple(rules))
+
+
+def parse_rules(doc: dict, where: str) -> tuple[list[Rule], list[str]]:
+    """The rules of a map document, in the order they are tried, and its problems."""
+    problems = [f"{where}: unknown table {k!r} (expected {', '.join(SECTIONS)})" for k in doc if k not in SECTIONS]
+    rules = []
+    for section, target_key in SECTIONS.items():
+        entries = doc.get(section, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            problems.append(f"{where}: {section}: write each rule as a [[{section}]] table")
+            continue
+        for n, entry in enumerate(entries, start=1):
+            label = f"{section}[{n}]"
+            rule, bad = _rule(entry, section, target_key, label)
+            problems += [f"{where}: {label}: {b}" for b in bad]
+            if rule is not None:
+                rules.append(rule)
+    if not problems and not rules:
+        problems.append(f"{where}: the map has no rule ([[pools]], [[providers]] or [[categories]])")
+    return rules, problems
+
+
+def _rule(entry: dict, section: str, target_key: str, label: str) -> tuple[Rule | None, list[str]]:
+    bad = [f"unknown key {k!r} (expected {target_key}, {', '.join(MATCH)}, {TAGS} or an {EXTRA} column)"
+           for k in entry if k not in MATCH and k not in (TAGS, target_key) and not k.startswith(EXTRA)]
+    target = entry.get(target_key)
+    if not isinstance(target, str) or not target.strip():
+        bad.append(f"{target_key} is required: the {target_key} these rows are the cost of")
+    elif section == "categories" and target not in MAPPED_CATEGORIES:
+        bad.append(f"category {target!r} is not one of {', '.join(MAPPED_CATEGORIES)} (GPU cost is a pool's: "
+                   "[[pools]]; token cost a provider's: [[providers]])")
+    conditions = []
+    for key, col in MATCH.items():
+        if key in entry:
+            v = entry[key]
+            if not isinstance(v, str) or not v:
+                bad.append(f"{key} must be a non-empty text (a glob)")
+            else:
+                conditions.append((col, v))
+    extras = []
+    for key, v in entry.items():
+        if key.startswith(EXTRA):
+            if not isinstance(v, str) or not v:
+                bad.append(f"{key} must be a non-empty text (a glob)")
+            else:
+                extras.append((key, v))
+    tags = []
+    if TAGS in entry:
+        t = entry[TAGS]
+        if not isinstance(t, dict) or not t:
+            bad.append(f"{TAGS} must be a table of tag key = glob of its value, e.g. {{ team = \"ml\" }}")
+        else:
+            for k, v in t.items():
+                if not isinstance(v, str) or not v:
+                    bad.append(f"{TAGS}.{k} must be a non-empty text (a glob)")
+                elif k.startswith(("$", "/")):
+                    bad.append(f"{TAGS}: a tag key starting with $ or / cannot be matched ({k!r})")
+                else:
+                    tags.append((k, v))
+    if not conditions and not tags and not extras and not any(b.startswith(("unknown", f"{TAGS} ")) for b in bad):
+        bad.append(f"a rule needs at least one condition ({', '.join(MATCH)} or {TAGS}): it would place every row")
+    if bad:
+        return None, bad
+    return Rule(kind=target_key, target=target, conditions=tuple(conditions), tags=tuple(tags), label=label,
+                extras=tuple(extras)), []

@@ -1,0 +1,49 @@
+"""The `reconcile` command: a period's priced cost beside the cloud bill (docs/reconcile.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import console, runs
+from . import ReconcileError, map_for, reconcile_run
+from .render import reconciliation_as_csv, reconciliation_as_json, reconciliation_as_table
+
+
+def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
+                  frm: Optional[str] = typer.Option(None, "--from", help="period start (ISO 8601 instant)"),
+                  to: Optional[str] = typer.Option(None, "--to", help="period end, exclusive"),
+                  map_path: Optional[Path] = typer.Option(
+                      None, "--map", help="bill map (TOML: bill rows to pools, providers, categories); default: "
+                                          "bill-map.toml in the ledger home"),
+                  run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: the period's current "
+                                                                            "run)"),
+                  as_json: bool = typer.Option(False, "--json"), as_csv: bool = typer.Option(False, "--csv")) -> None:
+    """Set the ledger's priced cost beside the cloud bill: per pool, provider and category, the
+    unmatched bill cost, reported-cost drift per model, and one total line (priced, billed, variance)."""
+    console.one_format(as_json, as_csv)
+    start = end = None
+    if run_id is None or period or frm or to:
+        start, end = console.period_bounds(period, frm, to)
+    try:
+        bill_map = map_for(map_path)
+        with console.Ledger() as s:
+            stored = runs.load_run(s, run_id=run_id, start=start, end=end)
+            run = stored.run
+            if start is not None and (run.period_start != start or run.period_end != end):
+                console.fail(f"run {run.id} covers {run.period_start.isoformat()} to {run.period_end.isoformat()}, "
+                             "not the period asked for")
+            rec = reconcile_run(s, run_id=run.id, lines=stored.lines, currency=run.currency,
+                                start=run.period_start, end=run.period_end, bill_map=bill_map,
+                                created_at=run.created_at)
+    except ReconcileError as e:
+        console.fail(e.problems)
+    except runs.RunError as e:
+        console.fail(str(e))
+    console.emit(rec, as_json=as_json, as_csv=as_csv, json_of=reconciliation_as_json, csv_of=reconciliation_as_csv,
+                 table_of=reconciliation_as_table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reconcile")(reconcile_cmd)

@@ -1,0 +1,145 @@
+"""Renderers of a reconciliation: ``reconciliation_as_json``, ``_as_csv`` and ``_as_table``.
+
+Money as decimal strings at 1e-6 in JSON and CSV (CSV written by :mod:`ledger.outputs`: every
+field quoted, text neutralized against formulas, numbers kept numbers), grouped with two to six
+decimals in the table; shares as ratios (JSON, CSV) or percentages (table).
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from babel.numbers import format_decimal
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..allocate import period_label
+from ..economics import _iso
+from ..money import fmt
+from ..outputs import csv_text
+from .bills import UNMATCHED_KEYS
+from .compare import Reconciliation
+
+SHOWN_UNMATCHED = 20
+CSV_COLUMNS = ("section", "kind", "name", *UNMATCHED_KEYS[:1], "model", *UNMATCHED_KEYS[1:], "priced", "billed",
+               "difference", "share", "undefined_because", "billed_cost", "list_cost", "corrections", "rows",
+               "currency", "period_start", "period_end", "run_id")
+NUMERIC = ("priced", "billed", "difference", "share", "billed_cost", "list_cost", "corrections", "rows")
+TOTAL_DEFINITION = ("priced: the run's cost of the resources the bill covers; billed: the bill's effective cost in "
+                    "the period, unmatched rows included; variance = billed − priced")
+
+
+def _opt(d: Decimal | None) -> str | None:
+    return None if d is None else fmt(d)
+
+
+def _ratio(d: Decimal | None) -> str | None:
+    return None if d is None else format(d, "f")
+
+
+def reconciliation_as_json(rec: Reconciliation) -> dict:
+    """The reconciliation as a JSON-ready dict (the ``ledger reconcile --json`` contract)."""
+    bill = rec.bill
+    return {
+        "report": "reconcile", "period": period_label(rec.start, rec.end), "currency": rec.currency,
+        "run_id": rec.run_id, "run_created_at": _iso(rec.run_created_at), "run_true_up": rec.run_true_up,
+        "bill_map": rec.bill_map, "bill_batches": list(bill.batches), "bill_rows": bill.rows,
+        "resources": [{"kind": r.resource.kind, "name": r.resource.name, "priced": fmt(r.priced),
+                       "billed": _opt(r.billed.effective if r.billed else None), "difference": _opt(r.difference),
+                       "share": _ratio(r.share), "undefined_because": r.reason or None,
+                       "billed_cost": _opt(r.billed.billed_cost if r.billed else None),
+                       "list_cost": _opt(r.billed.list_cost if r.billed else None),
+                       "corrections": _opt(r.billed.corrections if r.billed else None),
+                       "rows": r.billed.rows if r.billed else 0, "rules": list(r.billed.rules) if r.billed else []}
+                      for r in rec.rows],
+        "unmatched": [{**u.as_dict(), "rows": u.rows, "effective_cost": fmt(u.effective),
+                       "billed_cost": fmt(u.billed_cost), "corrections": u.corrections} for u in bill.unmatched],
+        "drift": [{"provider": d.provider, "model": d.model, "currency": d.currency, "requests": d.requests,
+                   "ours": fmt(d.ours), "reported": fmt(d.reported), "difference": fmt(d.difference),
+                   "share": _ratio(d.share)} for d in rec.drift],
+        "total": {"priced": fmt(rec.priced_billed), "billed": fmt(rec.billed_total), "variance": fmt(rec.variance),
+                  "share": _ratio(rec.variance_share), "unmatched": fmt(bill.unmatched_total),
+                  "not_billed": fmt(rec.not_billed), "run_total": fmt(rec.priced_total),
+                  "trued_up_total": fmt(rec.trued_up_total), "definition": TOTAL_DEFINITION},
+        "notes": list(rec.notes),
+    }
+
+
+def reconciliation_as_csv(rec: Reconciliation) -> str:
+    """One CSV: a row per resource, unmatched group, drift (provider, model) and the totals (section
+    ``total``: kind ``total`` is the total line; ``not_billed`` the resources no bill row is placed
+    on; ``run`` the run total beside the trued-up total), each with the period, run and currency."""
+    p = period_label(rec.start, rec.end)
+    common = {"currency": rec.currency, "period_start": p["start"], "period_end": p["end"], "run_id": rec.run_id}
+    rows = []
+    for r in rec.rows:
+        b = r.billed
+        rows.append({"section": "resource", "kind": r.resource.kind, "name": r.resource.name, "priced": fmt(r.priced),
+                     "billed": _opt(b.effective if b else None), "difference": _opt(r.difference),
+                     "share": _ratio(r.share), "undefined_because": r.reason, "billed_cost": _opt(b and b.billed_cost),
+                     "list_cost": _opt(b and b.list_cost), "corrections": _opt(b and b.corrections),
+                     "rows": b.rows if b else 0, **common})
+    for u in rec.bill.unmatched:
+        rows.append({"section": "unmatched", "kind": "unmatched", **u.as_dict(), "billed": fmt(u.effective),
+                     "billed_cost": fmt(u.billed_cost), "rows": u.rows, **common})
+    for d in rec.drift:
+        rows.append({"section": "drift", "kind": "provider", "name": d.provider, "provider": d.provider,
+                     "model": d.model, "priced": fmt(d.ours), "billed": fmt(d.reported),
+                     "difference": fmt(d.difference),
+                     "share": _ratio(d.share), "undefined_because": "" if d.share is not None else "nothing priced",
+                     "rows": d.requests, **common, "currency": d.currency})
+    rows += [{"section": "total", "kind": "total", "priced": fmt(rec.priced_billed), "billed": fmt(rec.billed_total),
+              "difference": fmt(rec.variance), "share": _ratio(rec.variance_share), "rows": rec.bill.rows, **common},
+             {"section": "total", "kind": "not_billed", "priced": fmt(rec.not_billed), **common},
+             {"section": "total", "kind": "run", "priced": fmt(rec.priced_total), "billed": fmt(rec.trued_up_total),
+              "difference": fmt(rec.variance), **common}]
+    return csv_text(CSV_COLUMNS, rows, numeric=NUMERIC)
+
+
+def _money(d: Decimal | None) -> str:
+    return "—" if d is None else format_decimal(d, format="#,##0.00####", locale="en_US")
+
+
+def _pct(d: Decimal | None) -> str:
+    return "—" if d is None else format_decimal(d * 100, format="#,##0.00", locale="en_US") + "%"
+
+
+def reconciliation_as_table(rec: Reconciliation) -> Group:
+    """The reconciliation for a person: resources, unmatched rows, drift, the total line and notes."""
+    p = period_label(rec.start, rec.end)
+    bill = rec.bill
+    head = (f"reconcile · {p['start']} to {p['end']} · run {rec.run_id[:12]}"
+            f"{' (a true-up run: its variance lines left out)' if rec.run_true_up else ''} · {rec.currency} · "
+            f"bill batches {', '.join(bill.batches) or 'none'} ({bill.rows} rows) · map {rec.bill_map.get('path')}")
+    t = Table("resource", "priced", "billed (effective)", "difference", "share", "billed cost", "list cost",
+              "corrections", "rows", title="priced by the ledger, billed by the cloud")
+    for r in rec.rows:
+        b = r.billed
+        t.add_row(Text(r.resource.label()), _money(r.priced), _money(b.effective if b else None), _money(r.difference),
+                  _pct(r.share) if r.share is not None else (r.reason if b else "not billed"),
+                  _money(b and b.billed_cost), _money(b and b.list_cost), _money(b and b.corrections),
+                  str(b.rows) if b else "0")
+    parts: list = [Text(head), t]
+    if bill.unmatched:
+        u = Table(*UNMATCHED_KEYS, "rows", "effective cost", "billed cost",
+                  title=f"unmatched: {sum(x.rows for x in bill.unmatched)} rows no rule places, "
+                        f"{_money(bill.unmatched_total)}")
+        for x in bill.unmatched[:SHOWN_UNMATCHED]:
+            u.add_row(*[Text(v or "") for v in x.key], str(x.rows), _money(x.effective), _money(x.billed_cost))
+        parts.append(u)
+        if len(bill.unmatched) > SHOWN_UNMATCHED:
+            parts.append(Text(f"... and {len(bill.unmatched) - SHOWN_UNMATCHED} more groups (--json or --csv lists "
+                              "all)"))
+    if rec.drift:
+        d = Table("provider", "model", "currency", "requests", "ours (book)", "reported", "difference", "share",
+                  title="reported cost vs the book, per model (requests with a reported cost)")
+        for x in rec.drift:
+            d.add_row(Text(x.provider), Text(x.model), x.currency, str(x.requests), _money(x.ours), _money(x.reported),
+                      _money(x.difference), _pct(x.share))
+        parts.append(d)
+    parts.append(Text(f"total: priced {_money(rec.priced_billed)} · billed {_money(rec.billed_total)} · variance "
+                 f"{_money(rec.variance)} ({_pct(rec.variance_share)}); unmatched {_money(bill.unmatched_total)} "
+                 f"included; not billed {_money(rec.not_billed)}; run total {_money(rec.priced_total)} → trued up "
+                      f"{_money(rec.trued_up_total)}"))
+    parts += [Text(f"note: {n}") for n in rec.notes]
+    return Group(*parts)
