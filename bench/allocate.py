@@ -172,9 +172,13 @@ def prepare(n: int, seed: int, folder: Path) -> None:
     (folder / "home").mkdir(exist_ok=True)
     con = duck.connect("bench", home=folder / "home")
     for i, first in enumerate(range(0, n, CHUNK)):
+        path = folder / f"requests-{i:03d}.parquet"
+        if path.exists():  # written by an earlier, interrupted run into the same --data folder
+            continue
         con.register("t", _chunk(min(CHUNK, n - first), seed + i, first, n))
-        con.execute(f"COPY t TO '{folder / f'requests-{i:03d}.parquet'}' (FORMAT parquet)")
+        con.execute(f"COPY t TO '{path}.tmp' (FORMAT parquet)")
         con.unregister("t")
+        os.replace(f"{path}.tmp", path)
     requests = f"read_parquet('{folder / 'requests-*.parquet'}')"
     fleet = pa.Table.from_pylist(synth.fleet_rows())
     con.register("f", fleet)
@@ -194,6 +198,7 @@ def prepare(n: int, seed: int, folder: Path) -> None:
                          amount::DECIMAL(38,6) AS amount, currency, allocate FROM c)
                   TO '{folder / 'charges.parquet'}' (FORMAT parquet)""")
     con.close()
+    (folder / "complete").write_text(f"{n} {seed}\n")
 
 
 def facts_connection(folder: Path):
@@ -290,14 +295,17 @@ def generate(n: int, seed: int, folder: Path) -> float:
     return time.perf_counter() - t0
 
 
-def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool) -> None:
+def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool, data: Path | None = None) -> None:
     """The scaling table: per size, the median allocation, bare group-by and paired ratio, and the
-    largest peak RSS, each repeat in one fresh child."""
+    largest peak RSS, each repeat in one fresh child. With `data`, each month's facts are kept in
+    ``data/month-<n>-<seed>/`` and reused (an interrupted generation resumes at its next chunk)."""
     rows = []
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
-            made = generate(n, seed, Path(tmp))
-            runs = measure("pair", Path(tmp), repeat)
+            folder = Path(tmp) if data is None else data / f"month-{n}-{seed}"
+            folder.mkdir(parents=True, exist_ok=True)
+            made = 0.0 if (folder / "complete").exists() else generate(n, seed, folder)
+            runs = measure("pair", folder, repeat)
         row = {"requests": n, "generate_seconds": round(made, 1), "repeat": repeat,
                "allocate_seconds": round(statistics.median(r["seconds"] for r in runs), 2),
                "bare_seconds": round(statistics.median(r["bare_seconds"] for r in runs), 2),
@@ -310,7 +318,8 @@ def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool) -> None:
         rows.append(row)
         if not as_json:
             print(f"{n:,} requests: allocate {row['allocate_seconds']} s, bare group-by {row['bare_seconds']} s, "
-                  f"ratio {row['ratio']}x, peak RSS {row['peak_rss_mb']} MiB (generated in {made:.0f} s)", flush=True)
+                  f"ratio {row['ratio']}x, peak RSS {row['peak_rss_mb']} MiB "
+                  f"({f'generated in {made:.0f} s' if made else 'facts reused'})", flush=True)
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -331,6 +340,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are printed")
     ap.add_argument("--sizes", help="the scaling table: comma-separated request counts, e.g. 1000000,10000000")
     ap.add_argument("--json", action="store_true", help="the scaling table as JSON")
+    ap.add_argument("--data", type=Path, help="the scaling table: keep each month's facts in this folder and reuse them")
     ap.add_argument("--child", choices=["prepare", "allocate", "write", "duckdb", "pair"], help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -341,7 +351,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.folder)))
         return
     if args.sizes:
-        scaling([int(x.replace("_", "")) for x in args.sizes.split(",")], args.seed, args.repeat, args.json)
+        scaling([int(x.replace("_", "")) for x in args.sizes.split(",")], args.seed, args.repeat, args.json, args.data)
         return
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         folder = Path(tmp)
