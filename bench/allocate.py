@@ -10,7 +10,7 @@ of the scaling table, within 5x the bare group-by, and 100M requests with a peak
 (docs/scale.md).
 
 Every DuckDB connection is the ledger's own (``ledger.duck.connect``): the memory limit of
-``LEDGER_MEMORY_LIMIT`` (default 25% of the machine, at most 2 GiB), spilling into a ledger home
+``LEDGER_MEMORY_LIMIT`` (default 25% of the machine, at most 1.5 GiB), spilling into a ledger home
 inside the bench's temp folder.
 
 The scaling table (``--sizes``): for each size the month is generated (in chunks of 10M requests

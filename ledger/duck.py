@@ -5,7 +5,7 @@ workload, the demo). Each connection gets:
 
 - ``memory_limit`` from ``LEDGER_MEMORY_LIMIT``: a DuckDB size (``2GB``, ``1500MiB``) or a share of
   the machine's memory (``25%``; the machine is the smaller of physical memory and the cgroup's
-  limit). Unset: 25% of the machine, at most 2 GiB (:data:`DEFAULT_SHARE`, :data:`DEFAULT_CAP`), and
+  limit). Unset: 25% of the machine, at most 1.5 GiB (:data:`DEFAULT_SHARE`, :data:`DEFAULT_CAP`), and
   at most the purpose's own ceiling (:data:`CEILINGS`: ingest 1200MB). A set value applies as given;
 - ``temp_directory``: ``<home>/tmp/duckdb-<purpose>-<host>-<pid>-<n>``, where DuckDB spills what
   does not fit. DuckDB creates it on the first spill and deletes it when the connection closes; a
@@ -36,8 +36,10 @@ MEMORY_ENV = "LEDGER_MEMORY_LIMIT"
 THREADS_ENV = "LEDGER_THREADS"
 #: The default limit: this share of the machine's memory (percent) ...
 DEFAULT_SHARE = 25
-#: ... and at most this many bytes (2 GiB): the allocation spills beyond it instead of growing.
-DEFAULT_CAP = 2 * 2**30
+#: ... and at most this many bytes (1.5 GiB): beyond it the allocation spills instead of growing. DuckDB's
+#: hash joins overshoot the limit by a few hundred MB, so a 100M-request month's allocation peaks at
+#: ~2.1 GB RSS under this cap (2.8 GB under 2 GiB) for about the same time (docs/scale.md).
+DEFAULT_CAP = 3 * 2**29
 #: Purposes that need less than the default (when LEDGER_MEMORY_LIMIT is unset): ingest streams its
 #: files and sorts keys, and spills beyond 1200MB as it always has; the conversion of a source (an
 #: adapter, a bill) stays open beside the ingest it hands its rows to, under the same ceiling.

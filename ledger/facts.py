@@ -254,7 +254,8 @@ def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
 def connect(committed: dict[str, list[str]], home: Path | None = None,
             con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per kind (``requests``, ``meters``, ``outcomes``, ``fleet``,
-    ``charges``, ``bill``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC."""
+    ``charges``, ``bill``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC.
+    Without `con`, a new :func:`ledger.duck.connect` connection (the memory limit, spilling into the home)."""
     con = con or duck.connect("facts", home=home)
     con.execute("SET TimeZone = 'UTC'")
     for kind in KINDS:

@@ -55,13 +55,14 @@ def test_the_settings_are_applied(home, monkeypatch):
 
 def test_sizes_and_shares_of_the_machine(home, monkeypatch):
     monkeypatch.setattr(duck, "machine_memory", lambda: 16 * GIB)
-    # unset: 25% of 16 GiB is 4 GiB, capped at 2 GiB; ingest at most 1200MB
-    assert duck.memory_limit("allocate") == 2 * GIB
+    # unset: 25% of 16 GiB is 4 GiB, capped at 1.5 GiB; ingest at most 1200MB
+    assert duck.memory_limit("allocate") == 1536 * 2**20
     assert duck.memory_limit("ingest") == 1_200_000_000
     monkeypatch.setattr(duck, "machine_memory", lambda: 4 * GIB)
     assert duck.memory_limit("allocate") == GIB  # 25% of 4 GiB, under the cap
+    assert duck.memory_limit("ingest") == GIB  # and under ingest's ceiling
     monkeypatch.setattr(duck, "machine_memory", lambda: None)
-    assert duck.memory_limit("allocate") == 2 * GIB  # memory unknown: the cap
+    assert duck.memory_limit("allocate") == 1536 * 2**20  # memory unknown: the cap
     monkeypatch.setattr(duck, "machine_memory", lambda: 16 * GIB)
     for text, limit in [("10%", 16 * GIB // 10), ("2GB", 2 * 10**9), ("1.5GiB", 3 * 2**29), ("1500mib", 1500 * 2**20),
                         (" 300 MB ", 300 * 10**6)]:

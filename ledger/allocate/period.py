@@ -39,6 +39,13 @@ def _weight_sql(con: duckdb.DuckDBPyConnection, policy: Policy) -> tuple[str, st
     return "r.input_tokens + r.output_tokens", ""
 
 
+#: An outcome as a small integer in the per-task state (1 success, 2 failure, 3 any other text, NULL
+#: stays NULL, so arg_max skips the same rows): a month's tasks are held by DuckDB, and an integer's
+#: arg_max costs less than a string's.
+_SUCCESS, _FAILURE = 1, 2
+_OUTCOME_CODE = (f"CASE WHEN outcome = 'success' THEN {_SUCCESS} WHEN outcome = 'failure' THEN {_FAILURE} "
+                 "WHEN outcome IS NOT NULL THEN 3 END")
+
 #: A request's time bucket in microseconds: the day for provider requests, the hour on a pool.
 _DAY_OR_HOUR_US = "CASE WHEN r.pool IS NULL THEN 86400000000 ELSE 3600000000 END"
 
@@ -73,7 +80,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     """Temp relations of the period, read in one pass over outcomes and one over requests:
 
     - `_task_state`: per task, its latest outcome decided before `end` (failed work, §4.5) and its
-      latest outcome decided in the period (unit economics);
+      latest outcome decided in the period (unit economics), as :data:`_OUTCOME_CODE`. Every task
+      of the month is a row of this DuckDB table (under the connection's memory limit, spilled
+      beyond it, ``ledger.duck``); Python only ever sees its counts by (tenant, product);
     - `_groups`: requests grouped by pool or provider, hour (day for provider requests), tenant,
       product, model, work, and for provider requests region, service tier, price span and
       long-context band, with their weight (§4.2), tokens by bucket (uncached input, cached reads,
@@ -86,15 +95,15 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _task_state AS
         SELECT task_id,
-               arg_max(outcome, decided_at) FILTER (WHERE decided_at < TIMESTAMPTZ '{_iso(end)}') AS latest,
-               arg_max(outcome, decided_at) FILTER (WHERE {booked}) AS decided,
+               arg_max({_OUTCOME_CODE}, decided_at) FILTER (WHERE decided_at < TIMESTAMPTZ '{_iso(end)}') AS latest,
+               arg_max({_OUTCOME_CODE}, decided_at) FILTER (WHERE {booked}) AS decided,
                arg_max(tenant, decided_at) FILTER (WHERE {booked}) AS tenant,
                arg_max(product, decided_at) FILTER (WHERE {booked}) AS product,
                arg_max(criteria, decided_at) FILTER (WHERE {booked}) AS criteria
         FROM outcomes WHERE decided_at < TIMESTAMPTZ '{_iso(end)}' OR ({booked})
         GROUP BY task_id""")
     con.execute("CREATE OR REPLACE TEMP TABLE _failed_tasks AS "
-                "SELECT task_id FROM _task_state WHERE latest = 'failure'")
+                f"SELECT task_id FROM _task_state WHERE latest = {_FAILURE}")
     weight, join = _weight_sql(con, policy)
     boundaries = pricer.instants(start, end)
     con.execute(f"""
@@ -144,9 +153,9 @@ def _usage(con: duckdb.DuckDBPyConnection) -> tuple[Usage, ...]:
 def _tasks(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> tuple[Tasks, ...]:
     """Tasks by (tenant, product): success and failure by the latest outcome decided in the period;
     unknown: tasks of the period's requests with no outcome decided up to the period end."""
-    decided = con.execute("""
-        SELECT tenant, product, count(*) FILTER (WHERE decided = 'success'),
-               count(*) FILTER (WHERE decided = 'failure'), list_sort(list(DISTINCT criteria))
+    decided = con.execute(f"""
+        SELECT tenant, product, count(*) FILTER (WHERE decided = {_SUCCESS}),
+               count(*) FILTER (WHERE decided = {_FAILURE}), list_sort(list(DISTINCT criteria))
         FROM _task_state WHERE decided IS NOT NULL GROUP BY ALL""").fetchall()
     unknown = con.execute(f"""
         SELECT tenant, product, count(DISTINCT task_id) FROM requests r
