@@ -43,3 +43,9 @@ def test_a_switch_is_bare_and_an_option_names_its_value():
     r = runner.invoke(app, ["report", "unit-economics", "--help"], env={"COLUMNS": "160"})
     lines = {ln.split()[1]: ln for ln in r.output.splitlines() if ln.strip().startswith("│ --")}
     assert "TEXT" in lines["--period"] and "TEXT" not in lines["--json"] and "BOOL" not in lines["--json"].upper()
+
+
+def test_a_positional_argument_shows_its_help():
+    r = runner.invoke(app, ["ingest", "requests", "--help"], env={"COLUMNS": "160"})
+    line = next(ln for ln in r.output.splitlines() if "FILES..." in ln and "files" in ln)
+    assert "CSV, Parquet or JSON Lines files" in line

@@ -21,6 +21,7 @@ from ledger.pricebook import PriceIndex, parse_book
 from ledger.sizing import Reserves, SizingError, SizingRequest, load_curve, size
 from ledger.sizing.cli import register
 from ledger.sizing.ops import admission_limit, queue_threshold, replica_ops, warm_replicas
+from test_sizing_disagg import BOOK  # the one H100 on-demand book of the sizing tests
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "data" / "curves" / "published_curves.csv"
 ANCHORS = "1:215.5,10:122.2,256:41.8"
@@ -143,24 +144,6 @@ def test_size_json_and_text_carry_the_ops_of_a_real_curve():
     assert "reserves at SLA 140: failure 1, canary 0, warm 0" in out
 
 
-BOOK = textwrap.dedent("""
-    [book]
-    name = "fixture"
-    version = "2026-09-01"
-    currency = "USD"
-    source = "test fixture"
-    retrieved_at = 2026-09-01
-
-    [[price]]
-    meter = "gpu_time"
-    sku = "H100"
-    region = "us-east-1"
-    purchase_option = "on_demand"
-    price = "2.00"
-    per = "gpu * hour"
-    effective_from = 2026-01-01T00:00:00Z
-    source_url = "https://example.com/h100"
-""")
 
 PLAN = textwrap.dedent("""
     [plan]

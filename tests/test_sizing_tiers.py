@@ -16,6 +16,7 @@ from ledger.pricebook import PriceIndex, parse_book
 from ledger.sizing import Reserves, SizingError, load_curve, make_curve, CurveContext, CurvePoint
 from ledger.sizing.cli import register
 from ledger.sizing.tiers import PoolRequest, Tier, parse_tier, priced_parts, size_parts, tier_problems
+from test_sizing_disagg import BOOK  # the one H100 on-demand book of the sizing tests
 
 ANCHORS = "1:215.5,10:122.2,256:41.8"
 TIERS = (Tier("interactive", D("0.3"), 100), Tier("batch", D("0.7"), 20))
@@ -135,24 +136,6 @@ def test_bad_tier_options_fail_one_line_each(extra, message):
     assert not r.stdout
 
 
-BOOK = textwrap.dedent("""
-    [book]
-    name = "fixture"
-    version = "2026-09-01"
-    currency = "USD"
-    source = "test fixture"
-    retrieved_at = 2026-09-01
-
-    [[price]]
-    meter = "gpu_time"
-    sku = "H100"
-    region = "us-east-1"
-    purchase_option = "on_demand"
-    price = "2.00"
-    per = "gpu * hour"
-    effective_from = 2026-01-01T00:00:00Z
-    source_url = "https://example.com/h100"
-""")
 
 PLAN = textwrap.dedent("""
     [plan]

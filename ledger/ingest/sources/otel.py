@@ -60,8 +60,6 @@ class Spans(SourceFile):
             return _attr("_rattrs", path.rest[len(".attributes."):])
         return f"json_extract_string(_span, {lit(path.json_path(with_root=True))})"
 
-    def has(self, path: FieldPath) -> bool:
-        return True
 
 
 def _attr(column: str, name: str) -> str:

@@ -61,9 +61,6 @@ class SourceFile:
                           for doc, (name, paths) in self.docs.items())
         return f"SELECT *, {lists} FROM ({self.relation})"
 
-    def has(self, path: FieldPath) -> bool:
-        """Whether the file has the path's root field at all (JSON Lines: decided per row)."""
-        return self.fmt == "jsonl" or path.root in self.types
 
 
 def kept(src: SourceFile, where: str) -> SourceFile:
