@@ -1,5 +1,6 @@
-"""Benchmark: ingest N LiteLLM spend-log rows (`--from litellm`) beside the plain CSV ingest of the same
-requests, and DuckDB's bare read + hourly group-by of the LiteLLM file.
+"""Benchmark: ingest N LiteLLM spend-log rows (`ledger ingest requests --source litellm`, the adapter's
+`ingest_from`) beside the plain CSV ingest of the same requests, and DuckDB's bare read + hourly
+group-by of the LiteLLM file.
 
     python bench/adapters.py --rows 1000000 --repeat 3
 
@@ -141,9 +142,9 @@ def main() -> None:
           f"ledger CSV {r['plain_file_mib']} MiB")
     print(f"  reference (DuckDB read of the LiteLLM file + hourly group-by): {r['reference_seconds']:.2f} s, "
           f"peak RSS {r['reference_peak_rss_mib']:.0f} MiB")
-    print(f"  plain CSV ingest:       {r['plain_seconds']:.2f} s, peak RSS {r['plain_peak_rss_mib']:.0f} MiB, "
+    print(f"  plain CSV ingest:        {r['plain_seconds']:.2f} s, peak RSS {r['plain_peak_rss_mib']:.0f} MiB, "
           f"{r['plain_vs_reference']}x the reference")
-    print(f"  --from litellm ingest:  {r['adapter_seconds']:.2f} s = {r['adapter_rows_per_s']:,} rows/s, peak RSS "
+    print(f"  --source litellm ingest: {r['adapter_seconds']:.2f} s = {r['adapter_rows_per_s']:,} rows/s, peak RSS "
           f"{r['adapter_peak_rss_mib']:.0f} MiB, {r['adapter_vs_reference']}x the reference, "
           f"{r['adapter_vs_plain']}x the plain ingest")
     print(f"  all runs (s): {r['all_seconds']}")

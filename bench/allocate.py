@@ -3,6 +3,7 @@
     python bench/allocate.py                 # 10M requests, medians of 3 runs
     python bench/allocate.py -n 1000000 --repeat 1
     python bench/allocate.py --sizes 1000000,10000000,30000000,100000000 --repeat 3   # the scaling table
+    python bench/allocate.py --engine spark --sizes 1000000,10000000 --repeat 1 --data DIR
 
 Targets (not timed tests): a 10M-request month allocates in under 30 s, within 5x DuckDB's bare
 group-by of the same Parquet facts, with a peak RSS under 2 GB on a 2-core machine; at every size
@@ -24,10 +25,17 @@ minute after their last request) and two shared charges are derived here. Each m
 a fresh child process so that its peak RSS (``resource.getrusage``) is its own: "allocate" is the
 engine (pricing, weights, split, idle, charges, conservation); "write" adds writing the run and
 its lines to a SQLite ledger DB; "duckdb" is the bare aggregation the engine is compared with.
+
+``--engine spark``: per size, the allocation with the per-request work on Apache Spark in local mode
+(``ledger.allocate.spark``, ``local[*]``, the driver's heap ``--spark-driver-memory``) over the same
+Parquet files, each repeat in a fresh child (so its time includes no JVM start: that is timed apart),
+beside one DuckDB allocation of the same month; the table says whether the two are the same line for
+line (a digest of every line, the total, flags, usage and tasks) and the JVM's peak RSS.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -226,6 +234,44 @@ def facts_connection(folder: Path):
     return con
 
 
+def digest(alloc) -> str:
+    """A digest of everything an allocation says: every line (amounts as exact Decimals), total, flags, usage, tasks."""
+    text = repr((alloc.lines, alloc.total, alloc.flags, alloc.usage, alloc.tasks, alloc.notes))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def spark_child(folder: Path, driver_memory: str) -> dict:
+    """One allocation with the Spark engine over the month's Parquet files (fleet and charges on DuckDB)."""
+    from ledger.allocate import Policy, allocate
+    from ledger.allocate.spark import SparkEngine, session
+    from ledger.pricebook import PriceIndex, parse_book
+
+    import synth
+
+    t0 = time.perf_counter()
+    spark = session("local[*]", {"spark.driver.memory": driver_memory})
+    started = time.perf_counter() - t0
+    urls = {"requests": ["file://" + p.as_posix() for p in sorted(folder.glob("requests-*.parquet"))],
+            "outcomes": ["file://" + (folder / "outcomes.parquet").as_posix()], "meters": []}
+    book, problems = parse_book(BOOK, "bench.toml")
+    assert not problems, problems
+    stages: list[tuple[str, float]] = []
+    t0 = time.perf_counter()
+    alloc = allocate(facts_connection(folder), start=synth.MONTH_START, end=synth.MONTH_END,
+                     prices=PriceIndex([book]), policy=Policy(), engine=SparkEngine(spark, urls),
+                     progress=lambda stage: stages.append((stage, time.perf_counter())))
+    seconds = time.perf_counter() - t0
+    ends = [t for _, t in stages[1:]] + [t0 + seconds]
+    jvm = spark.sparkContext._gateway.proc  # the JVM, a child of this process: wait for it to read its peak RSS
+    spark.stop()
+    jvm.stdin.close()
+    jvm.wait(timeout=120)
+    return {"seconds": seconds, "session_seconds": started, "lines": len(alloc.lines), "total": str(alloc.total),
+            "digest": digest(alloc), "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)},
+            "jvm_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "python_peak_rss_mb": peak_rss_mb()}
+
+
 def child(what: str, folder: Path) -> dict:
     """One measurement, in this (fresh) process."""
     from ledger.allocate import Policy, allocate
@@ -250,7 +296,8 @@ def child(what: str, folder: Path) -> dict:
     seconds = time.perf_counter() - t0
     ends = [t for _, t in stages[1:]] + [t0 + seconds]
     out = {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "lines": len(alloc.lines), "total": str(alloc.total),
-           "flags": len(alloc.flags), "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)},
+           "flags": len(alloc.flags), "digest": digest(alloc),
+           "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)},
            "memory_limit": con.execute("SELECT current_setting('memory_limit')").fetchone()[0], **bare}
     if what == "write":
         os.environ["LEDGER_HOME"] = str(folder / "home")
@@ -266,12 +313,12 @@ def child(what: str, folder: Path) -> dict:
     return out
 
 
-def measure(what: str, folder: Path, repeat: int) -> list[dict]:
+def measure(what: str, folder: Path, repeat: int, extra: tuple[str, ...] = ()) -> list[dict]:
     """`repeat` runs of `what`, each in a fresh child; its peak RSS (MiB) is read with wait4."""
     results = []
     for _ in range(repeat):
         with tempfile.TemporaryFile("w+") as errs:
-            proc = subprocess.Popen([sys.executable, __file__, "--child", what, "--folder", str(folder)],
+            proc = subprocess.Popen([sys.executable, __file__, "--child", what, "--folder", str(folder), *extra],
                                     stdout=subprocess.PIPE, stderr=errs, text=True)
             out = proc.stdout.read()
             proc.stdout.close()
@@ -333,6 +380,40 @@ def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool, data: Path 
           f"run in a fresh process; {os.cpu_count()} CPUs")
 
 
+def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, driver_memory: str) -> None:
+    """Per size: the Spark engine's allocation (`repeat` fresh children) beside one DuckDB allocation."""
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
+            folder = Path(tmp) if data is None else data / f"month-{n}-{seed}"
+            folder.mkdir(parents=True, exist_ok=True)
+            made = 0.0 if (folder / "complete").exists() else generate(n, seed, folder)
+            duck = measure("pair", folder, 1)[0]
+            spark = measure("spark", folder, repeat, ("--spark-driver-memory", driver_memory))
+        same = all(r["digest"] == duck["digest"] for r in spark)
+        row = {"requests": n, "spark_seconds": round(statistics.median(r["seconds"] for r in spark), 2),
+               "all_spark_seconds": [round(r["seconds"], 2) for r in spark],
+               "session_seconds": round(statistics.median(r["session_seconds"] for r in spark), 2),
+               "duckdb_seconds": round(duck["seconds"], 2), "same": same, "lines": duck["lines"],
+               "total": duck["total"], "jvm_peak_rss_mb": round(max(r["jvm_peak_rss_mb"] for r in spark)),
+               "stages": spark[0]["stages"]}
+        rows.append(row)
+        print(f"{n:,} requests ({f'generated in {made:.0f} s' if made else 'facts reused'}): Spark "
+              f"{row['spark_seconds']} s (session start {row['session_seconds']} s apart), DuckDB "
+              f"{row['duckdb_seconds']} s; {'the same' if same else 'DIFFERENT'} lines ({row['lines']:,}, total "
+              f"{row['total']}); stages {row['stages']}", flush=True)
+    print()
+    print("| requests | Spark local (s) | session start (s) | DuckDB (s) | same lines | lines | JVM peak RSS (MiB) |")
+    print("|---:|---:|---:|---:|---|---:|---:|")
+    for r in rows:
+        print(f"| {r['requests']:,} | {r['spark_seconds']:.2f} | {r['session_seconds']:.2f} | "
+              f"{r['duckdb_seconds']:.2f} "
+              f"| {'yes' if r['same'] else 'NO'} | {r['lines']:,} | {r['jvm_peak_rss_mb']:,} |")
+    print(f"\nSpark: medians of {repeat} runs, local[*], driver memory {driver_memory}; {os.cpu_count()} CPUs")
+    if not all(r["same"] for r in rows):
+        sys.exit("the Spark engine's allocation differs from DuckDB's")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=10_000_000, help="requests in the month (default 10M)")
@@ -341,14 +422,26 @@ def main() -> None:
     ap.add_argument("--sizes", help="the scaling table: comma-separated request counts, e.g. 1000000,10000000")
     ap.add_argument("--json", action="store_true", help="the scaling table as JSON")
     ap.add_argument("--data", type=Path, help="the scaling table: keep each month's facts in this folder and reuse them")
-    ap.add_argument("--child", choices=["prepare", "allocate", "write", "duckdb", "pair"], help=argparse.SUPPRESS)
+    ap.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
+                    help="spark: time the allocation with the per-request work on local Spark, beside DuckDB's")
+    ap.add_argument("--spark-driver-memory", default="3g", help="--engine spark: the local driver's heap (default 3g)")
+    ap.add_argument("--child", choices=["prepare", "allocate", "write", "duckdb", "pair", "spark"],
+                    help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child == "prepare":
         prepare(args.n, args.seed, args.folder)
         return
+    if args.child == "spark":
+        print(json.dumps(spark_child(args.folder, args.spark_driver_memory)))
+        return
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
+        return
+    if args.engine == "spark":
+        sizes = args.sizes.split(",") if args.sizes else [str(args.n)]
+        spark_table([int(x.replace("_", "")) for x in sizes], args.seed, args.repeat, args.data,
+                    args.spark_driver_memory)
         return
     if args.sizes:
         scaling([int(x.replace("_", "")) for x in args.sizes.split(",")], args.seed, args.repeat, args.json, args.data)

@@ -33,5 +33,21 @@ def facts_dir() -> Path:
 
 
 def project_root() -> Path:
-    """The source checkout (for the shipped migrations, price books and demo data)."""
-    return Path(__file__).resolve().parent.parent
+    """Where the shipped migrations, price books and example plans are: the source checkout (an
+    editable install, or running from the tree), else ``<prefix>/share/ledger`` where a wheel's
+    data files go (``[tool.setuptools.data-files]``: the environment's prefix, or the user's base
+    for ``pip install --user``)."""
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "migrations" / "env.py").is_file():
+        return checkout
+    import sysconfig
+
+    schemes = [sysconfig.get_default_scheme(), f"{os.name}_user"]
+    for scheme in schemes:
+        try:
+            shared = Path(sysconfig.get_path("data", scheme)) / "share" / "ledger"
+        except KeyError:
+            continue
+        if (shared / "migrations" / "env.py").is_file():
+            return shared
+    return checkout

@@ -3,6 +3,7 @@ instants from the command line, and a checked session on the ledger DB."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import datetime, timezone
 from collections.abc import Callable, Collection
@@ -12,8 +13,28 @@ import typer
 from rich.console import Console
 
 from . import config, store
+from . import formats
 
-out = Console(soft_wrap=True)
+
+class _Out(Console):
+    """stdout for people. Prose wraps between words at the terminal's width, as the tables are laid
+    out for it (:mod:`ledger.tables`), whenever that width is known: stdout is a terminal, or
+    ``COLUMNS`` (or a width given to the console) says it. Printed to a pipe or a file with no width
+    given, a line of prose stays one line for whatever reads it (``soft_wrap``); a table is laid out
+    for rich's width even then. JSON and CSV never pass through here: :func:`print_json`,
+    :func:`print_csv` and :func:`emit` write them to ``sys.stdout`` as they are, never wrapped."""
+
+    def width_known(self) -> bool:
+        return self._width is not None or self.is_terminal or os.environ.get("COLUMNS", "").isdigit()
+
+    def print(self, *objects, soft_wrap: Optional[bool] = None, **kwargs) -> None:
+        super().print(*objects, soft_wrap=not self.width_known() if soft_wrap is None else soft_wrap, **kwargs)
+
+
+out = _Out()
+#: `console.plural(n, word)` for the commands: "1 hour", "2 hours" (ledger.formats).
+plural = formats.plural
+#: stderr: one line per problem, never broken by the console (``soft_wrap``), as scripts read it.
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -28,15 +49,21 @@ def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def print_csv(rows: list[dict], *, numeric: Collection[str] = ()) -> None:
+def print_csv(rows: list[dict], *, numeric: Collection[str] = (), header: Optional[list[str]] = None) -> None:
     """Rows as CSV on stdout (:func:`ledger.outputs.csv_text`): every field quoted, the header
-    included; text neutralized against formula injection; ints, Decimals and the decimal strings of
-    the columns named in `numeric` stay numbers."""
+    included (`header`, else the first row's keys; no rows and no `header` print nothing); text
+    neutralized against formula injection; ints, Decimals and the decimal strings of the columns
+    named in `numeric` stay numbers."""
     from .outputs import csv_text
 
-    if not rows:
+    if not rows and header is None:
         return
-    sys.stdout.write(csv_text(list(rows[0]), rows, numeric=numeric))
+    sys.stdout.write(csv_text(header if header is not None else list(rows[0]), rows, numeric=numeric))
+
+
+def deprecated(old: str, new: str) -> None:
+    """One warning line on stderr for an old spelling of an option that still works."""
+    err.print(f"warning: {old} is deprecated: use {new}", markup=False)
 
 
 def parse_instant(text: str, what: str = "time") -> datetime:

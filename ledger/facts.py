@@ -1,15 +1,21 @@
-"""The columnar usage store: one Parquet file per kind and committed batch, queried with DuckDB.
+"""The columnar usage store: Parquet files per kind, month and committed batch, queried with DuckDB.
 
-Layout: ``<LEDGER_HOME>/facts/<kind>/<batch_id>-<n>.parquet``. A file is part of the ledger only when
-the ledger DB holds a committed batch with that id: the DB row is the commit point, so a file
-left by a killed ingest is never read (and is swept by the next ingest).
+Layout (version 2, docs/facts.md): ``<LEDGER_HOME>/facts/<kind>/month=YYYY-MM/<batch_id>-<n>.parquet``,
+Hive-style partitions by the UTC month of ``booked_at``, so that DuckDB, Spark and Trino read a kind
+by path and prune by period. A file is part of the ledger only when the ledger DB holds a committed
+batch with that id: the DB row is the commit point, so a file left by a killed ingest is never read
+(and is swept by the next ingest). Homes written before the partitions (version 1, flat
+``<kind>/<batch_id>-<n>.parquet``) are moved to them by :mod:`ledger.facts_layout`; until then (and
+while a migration is cut short) the readers here read a flat file, and ignore the partition files
+made from it, so every row is read once in either layout.
 
 Every kind's file has the input columns of DESIGN §3 with exact types (money and quantities as
 DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
 
 - ``booked_at``: the instant the row counts at for allocation: ``occurred_at`` (requests, meters),
   ``decided_at`` (outcomes), ``charge_period_start`` (bill rows); for a row ingested
-  ``--as-adjustment`` into an open period, the start of that period.
+  ``--as-adjustment`` into an open period, the start of that period. Fleet intervals and charges
+  (not adjustable) have their ``start`` and ``period_start`` there. It decides the file's month.
 
 A column added to a kind after some facts were written (the requests' cache writes and service
 tier, and the source's own cost, ``reported_cost`` and ``reported_currency``, kept beside ours by
@@ -21,8 +27,10 @@ no longer read: a re-sent key's content is compared column by column when it is 
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
@@ -183,18 +191,122 @@ BILL_CHARGE_CLASSES = ("Correction",)
 BOOKKEEPING = (("booked_at", "TIMESTAMPTZ"),)
 
 
+#: The layout of the fact files this code writes (``facts/.layout`` says which a home is in; see
+#: :mod:`ledger.facts_layout`): 2 is the month partitions.
+LAYOUT_VERSION = 2
+#: The Hive partition column of the fact folders: the UTC month of ``booked_at``, ``YYYY-MM``.
+PARTITION = "month"
+#: Kinds whose reads of a period are the rows booked in it (requests, meters, bill rows).
+BOOKED_IN_PERIOD = ("requests", "meters", "bill")
+#: Kinds a period also reads after its end: the outcomes decided before the end that an adjustment
+#: booked into a later month (their column, compared with the period end).
+READ_AFTER_END = {"outcomes": "decided_at"}
+
+Period = tuple[datetime, datetime]
+
+
 def kind_dir(kind: str, home: Path | None = None) -> Path:
+    """The folder of one kind's facts: ``<home>/facts/<kind>`` (its month partitions are inside)."""
     return (home or config.ledger_home()) / "facts" / kind
 
 
+def month_of(at: datetime) -> str:
+    """The month partition of an aware instant: ``YYYY-MM`` in UTC."""
+    at = at.astimezone(timezone.utc)
+    return f"{at.year:04d}-{at.month:02d}"
+
+
+def partition_dir(kind: str, month: str, home: Path | None = None) -> Path:
+    """``<home>/facts/<kind>/month=YYYY-MM``."""
+    return kind_dir(kind, home) / f"{PARTITION}={month}"
+
+
+def month_of_file(path: Path) -> str | None:
+    """The month of a fact file's partition, or None for a flat file (layout 1)."""
+    parent = Path(path).parent.name
+    prefix = PARTITION + "="
+    return parent[len(prefix):] if parent.startswith(prefix) else None
+
+
+def source_stem(path: Path) -> str:
+    """``<batch>-<n>``: the flat file a partition file ``<batch>-<n>[_<j>].parquet`` was (or would be)
+    made from. A batch's staged file n gives one file per month it holds (two when DuckDB splits
+    one month's rows, ``_0`` and ``_1``)."""
+    stem = Path(path).name[:-len(".parquet")]
+    if "-" not in stem:
+        return stem  # not a name the ledger writes
+    batch, n = stem.rsplit("-", 1)
+    return f"{batch}-{n.split('_')[0]}"
+
+
+def listing(kind: str, home: Path | None = None) -> tuple[list[Path], list[Path]]:
+    """(flat files, partition files) of one kind on disk, committed or not: a look at the kind's
+    folder and its ``month=`` folders, nothing read."""
+    d = kind_dir(kind, home)
+    flat: list[Path] = []
+    parted: list[Path] = []
+    if not d.is_dir():
+        return flat, parted
+    with os.scandir(d) as entries:
+        for e in entries:
+            if e.name.endswith(".parquet") and e.is_file():
+                flat.append(Path(e.path))
+            elif e.name.startswith(PARTITION + "=") and e.is_dir():
+                with os.scandir(e.path) as inner:
+                    parted += [Path(f.path) for f in inner if f.name.endswith(".parquet") and f.is_file()]
+    return flat, parted
+
+
+def kind_files(kind: str, batch_ids: Iterable[str], home: Path | None = None) -> list[Path]:
+    """The Parquet files of the given batches of one kind, in every month partition, ordered by
+    batch, month and name. A flat file (layout 1) is read in place of the partition files made
+    from it, so a migration cut short between writing them and removing it reads each row once."""
+    ids = set(batch_ids)
+    flat, parted = listing(kind, home)
+    flat = [f for f in flat if batch_of(f) in ids]
+    shadowed = {f.name[:-len(".parquet")] for f in flat}
+    parted = [f for f in parted if batch_of(f) in ids and source_stem(f) not in shadowed]
+    return sorted(flat + parted, key=lambda f: (batch_of(f), month_of_file(f) or "", f.name))
+
+
 def batch_files(kind: str, batch_id: str, home: Path | None = None) -> list[Path]:
-    """The Parquet files of one batch (``<batch_id>-<n>.parquet``), in order."""
-    return sorted(kind_dir(kind, home).glob(f"{batch_id}-*.parquet"))
+    """The Parquet files of one batch (``month=*/<batch_id>-<n>.parquet``, or flat ones), in order."""
+    return kind_files(kind, [batch_id], home)
 
 
 def batch_of(path: Path) -> str:
     """The batch id a fact file belongs to."""
     return Path(path).name.rsplit("-", 1)[0]
+
+
+def period_months(kind: str, start: datetime, end: datetime) -> tuple[str | None, str]:
+    """(first, last) month partition that can hold rows a period ``[start, end)`` reads whole, by the
+    allocation's reads (first None: every month before `last`). Exact, because a file's month is
+    that of ``booked_at``:
+
+    - requests, meters, bill: the rows booked in the period, so the months it touches;
+    - fleet, charges: the intervals that overlap it (``start < end`` and ``end > start``), which may
+      have started long before; ``booked_at`` is their start, so every month up to the period's last;
+    - outcomes: the latest outcome of a task decided before the period end (failed work) and those
+      booked in it: every month up to the last, and, after it, only rows decided before the end
+      (an adjustment books an old decision into a later month): :data:`READ_AFTER_END`."""
+    last = month_of(end - timedelta(microseconds=1))
+    return (month_of(start) if kind in BOOKED_IN_PERIOD else None), last
+
+
+def period_files(kind: str, files: Sequence[Path], period: Period) -> tuple[list[Path], list[Path]]:
+    """`files` a period reads: (whole, after): the files of the months of :func:`period_months` (and
+    every flat file, whose month is not known), and the outcomes files of later months, of which only
+    rows decided before the period end count (empty for other kinds)."""
+    first, last = period_months(kind, *period)
+    whole, after = [], []
+    for f in files:
+        m = month_of_file(f)
+        if m is None or ((first is None or m >= first) and m <= last):
+            whole.append(f)
+        elif m > last and kind in READ_AFTER_END:
+            after.append(f)
+    return whole, after
 
 
 def empty_select(kind: str) -> str:
@@ -205,12 +317,24 @@ def empty_select(kind: str) -> str:
 
 
 def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None,
-               con: duckdb.DuckDBPyConnection | None = None) -> str:
-    """SQL for the committed facts of `kind`: a read of the batches' Parquet files (or an empty relation)."""
-    files = [f for b in sorted(batch_ids) for f in batch_files(kind, b, home)]
-    if not files:
+               con: duckdb.DuckDBPyConnection | None = None, period: Period | None = None) -> str:
+    """SQL for the committed facts of `kind`: a read of the batches' Parquet files (or an empty relation).
+
+    With a `period` (start, end), only the month partitions the period's allocation can read
+    (:func:`period_files`): the relation then holds every row of `kind` that the allocation of the
+    period reads, and perhaps others of the same months."""
+    files = kind_files(kind, batch_ids, home)
+    after: list[Path] = []
+    if period is not None:
+        files, after = period_files(kind, files, period)
+    parts = [files_sql(kind, files, con=con)] if files else []
+    if after:
+        end = period[1].astimezone(timezone.utc).isoformat()
+        parts.append(f"SELECT * FROM ({files_sql(kind, after, con=con)}) "
+                     f"WHERE \"{READ_AFTER_END[kind]}\" < TIMESTAMPTZ '{end}'")
+    if not parts:
         return empty_select(kind)
-    return files_sql(kind, files, con=con)
+    return " UNION ALL ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
 
 
 def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
@@ -234,7 +358,9 @@ def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
     have = [set(cols) for _, cols in rows]
     everywhere = set.intersection(*have) if have else set()
     somewhere = set.union(*have) if have else set()
-    opts = ", filename=true" if filename else ""
+    # hive_partitioning off: the month is in booked_at already, and a flat file beside partition
+    # files (a migration cut short) must not make DuckDB refuse the list or add a column
+    opts = ", hive_partitioning=false" + (", filename=true" if filename else "")
     if all(n in everywhere for n in names):
         cols = ", ".join(f'"{n}"' for n in names)
         return f"SELECT {cols}{', filename' if filename else ''} FROM read_parquet([{listing}]{opts})"
@@ -252,14 +378,17 @@ def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
 
 
 def connect(committed: dict[str, list[str]], home: Path | None = None,
-            con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+            con: duckdb.DuckDBPyConnection | None = None, period: Period | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per kind (``requests``, ``meters``, ``outcomes``, ``fleet``,
     ``charges``, ``bill``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC.
-    Without `con`, a new :func:`ledger.duck.connect` connection (the memory limit, spilling into the home)."""
+    Without `con`, a new :func:`ledger.duck.connect` connection (the memory limit, spilling into the home).
+    With a `period` (start, end), each view reads only the month partitions that can hold rows the
+    allocation of that period reads (:func:`period_months`)."""
     con = con or duck.connect("facts", home=home)
     con.execute("SET TimeZone = 'UTC'")
     for kind in KINDS:
-        con.execute(f"CREATE OR REPLACE VIEW {kind} AS {source_sql(kind, committed.get(kind, []), home, con)}")
+        con.execute(f"CREATE OR REPLACE VIEW {kind} AS "
+                    f"{source_sql(kind, committed.get(kind, []), home, con, period=period)}")
     return con
 
 
@@ -275,11 +404,17 @@ def committed_batches(session) -> dict[str, list[str]]:
     return out
 
 
-def committed_files(session, kind: str, home: Path | None = None) -> list[Path]:
-    """The Parquet files of the committed batches of one kind."""
-    return [f for b in sorted(committed_batches(session).get(kind, [])) for f in batch_files(kind, b, home)]
+def committed_files(session, kind: str, home: Path | None = None, period: Period | None = None) -> list[Path]:
+    """The Parquet files of the committed batches of one kind; with a `period`, only those that can
+    hold rows the period's allocation reads (:func:`period_files`: both lists, so an engine reading
+    them must keep the allocation's own filters, as it does)."""
+    files = kind_files(kind, committed_batches(session).get(kind, []), home)
+    if period is None:
+        return files
+    whole, after = period_files(kind, files, period)
+    return whole + after
 
 
-def open_ledger_facts(session, home: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """DuckDB views over every committed fact of the ledger."""
-    return connect(committed_batches(session), home)
+def open_ledger_facts(session, home: Path | None = None, period: Period | None = None) -> duckdb.DuckDBPyConnection:
+    """DuckDB views over every committed fact of the ledger (of the months a `period` reads, if given)."""
+    return connect(committed_batches(session), home, period=period)

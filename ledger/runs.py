@@ -20,6 +20,7 @@ from sqlmodel import Session, select
 
 from . import __version__, config, facts, store
 from .allocate import Allocation, Flag, Line, Policy, Tasks, Usage, allocate
+from .allocate.engines import Engine
 from .economics import Report, RunData, RunInfo, summary, unit_economics
 from .models import AllocationLine, AllocationRun, utcnow
 from .pricebook import Book, PriceIndex
@@ -59,19 +60,20 @@ def inputs_digest(*, batches: dict[str, list[str]], books: Sequence[Book], start
 
 def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Policy = Policy(),
                     home: Path | None = None, progress: Callable[[str], None] | None = None,
-                    bill_map: BillMap | None = None) -> tuple[AllocationRun, Allocation]:
+                    bill_map: BillMap | None = None, engine: Engine | None = None) -> tuple[AllocationRun, Allocation]:
     """Allocate ``[start, end)`` over the ledger's committed facts and loaded price books, and write
     the run. With a `bill_map`, the run is a true-up (``allocate --true-up``): the period's bill
     placed by the map, each resource's variance booked as variance lines (:mod:`ledger.reconcile`).
+    `engine` runs the per-request work (default DuckDB; ``ledger.allocate.spark.SparkEngine``).
     Raises :class:`~ledger.allocate.AllocationError` (nothing written), ReconcileError or RunError."""
     books = store.books_from_store(s)
     if not books:
         raise RunError("no price books are loaded: run `ledger pricebook load`")
     index = PriceIndex(books)
     batches = facts.committed_batches(s)
-    con = facts.connect(batches, home)
+    con = facts.connect(batches, home, period=(start, end))  # only the month partitions the period reads
     try:
-        alloc = allocate(con, start=start, end=end, prices=index, policy=policy, progress=progress)
+        alloc = allocate(con, start=start, end=end, prices=index, policy=policy, progress=progress, engine=engine)
     finally:
         con.close()
     used = None

@@ -1,4 +1,4 @@
-"""`ledger ingest requests --from litellm FILE --map MAP.toml`: LiteLLM spend logs as ledger requests.
+"""`ledger ingest requests --source litellm FILE --map MAP.toml`: LiteLLM spend logs as ledger requests.
 
 The sample under tests/data/adapters/ (see its README) ingests to hand-worked rows; the token buckets
 sum to LiteLLM's own totals and cached tokens are counted once; a bad source row is one line with the
@@ -70,14 +70,14 @@ EXPECTED = [
 
 
 def test_litellm_csv_ingests_to_the_hand_worked_rows_and_the_batch_names_the_source(ledger_home):
-    r = run("ingest", "requests", "--from", "litellm", str(SPEND), "--map", str(MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "litellm", str(SPEND), "--map", str(MAP), "--register-new")
     assert r.exit_code == 0, r.output
     assert "4 rows read, 4 new" in r.output
     assert rows() == EXPECTED
     batch = json.loads(run("batches", "--json").stdout)[0]
     assert [(f["path"], f["format"], f["rows"]) for f in batch["files"]] == [(str(SPEND), "litellm:csv", 4)]
     assert not (ledger_home / "facts" / "_adapters").exists() or not any((ledger_home / "facts" / "_adapters").iterdir())
-    again = run("ingest", "requests", "--from", "litellm", str(SPEND), "--map", str(MAP))
+    again = run("ingest", "requests", "--source", "litellm", str(SPEND), "--map", str(MAP))
     assert again.exit_code == 0 and "0 new, 4 duplicate" in again.output, again.output
 
 
@@ -123,7 +123,7 @@ def test_jsonl_and_parquet_exports_give_the_same_rows(ledger_home, tmp_path, fmt
 def test_a_bad_source_row_is_one_line_with_file_line_and_field_and_changes_nothing(ledger_home, tmp_path):
     bad = tmp_path / "spend.csv"
     bad.write_text(SPEND.read_text().replace(",2000,100,2026-10-01 10:07", ",-1,100,2026-10-01 10:07"))
-    r = run("ingest", "requests", "--from", "litellm", str(bad), "--map", str(MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "litellm", str(bad), "--map", str(MAP), "--register-new")
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [f"{bad}:4: prompt_tokens (input_tokens): '-1' is negative"]
     assert batch_count() == 0 and leftovers(ledger_home) == []
@@ -138,7 +138,7 @@ def test_source_lines_are_physical_lines_after_a_blank_line_and_a_quoted_line_br
     text = "\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:])
     bad = tmp_path / "spend.csv"
     bad.write_text(text.replace(",2000,100,2026-10-01 10:07", ",-1,100,2026-10-01 10:07"))
-    r = run("ingest", "requests", "--from", "litellm", str(bad), "--map", str(MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "litellm", str(bad), "--map", str(MAP), "--register-new")
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [f"{bad}:6: prompt_tokens (input_tokens): '-1' is negative"]
     assert batch_count() == 0 and leftovers(ledger_home) == []
@@ -167,15 +167,15 @@ def test_a_map_that_leaves_out_a_required_column_or_names_an_unknown_one_is_refu
     assert batch_count() == 0
 
 
-def test_from_needs_map_and_map_needs_from(ledger_home):
-    r = run("ingest", "requests", "--from", "litellm", str(SPEND))
-    assert r.exit_code == 1 and "--from litellm needs --map MAP.toml" in r.output
+def test_source_needs_map_and_map_needs_source(ledger_home):
+    r = run("ingest", "requests", "--source", "litellm", str(SPEND))
+    assert r.exit_code == 1 and "--source litellm needs --map MAP.toml" in r.output
     r = run("ingest", "requests", str(SPEND), "--map", str(MAP))
-    assert r.exit_code == 1 and "--map is read only with --from SOURCE" in r.output
-    r = run("ingest", "requests", "--from", "langsmith", str(SPEND), "--map", str(MAP))
+    assert r.exit_code == 1 and "--map is read only with --source SOURCE" in r.output
+    r = run("ingest", "requests", "--source", "langsmith", str(SPEND), "--map", str(MAP))
     assert r.exit_code == 1 and "unknown source (one of litellm, langfuse, otel, langfuse-scores)" in r.output
     r = run("ingest", "requests", "--help")
-    assert "--from" in r.output and "--map" in r.output
+    assert "--source" in r.output and "--map" in r.output
 
 
 def test_reported_cost_is_a_decimal_of_12_places_never_rounded_at_plain_ingest(ledger_home, tmp_path):
@@ -227,7 +227,7 @@ def test_the_same_requests_from_litellm_and_from_the_ledger_csv_allocate_to_the_
     assert r.exit_code == 0, r.output
     from_csv = allocate()
     assert run("batches", "undo", json.loads(r.stdout)["batch_id"]).exit_code == 0
-    r = run("ingest", "requests", "--from", "litellm", str(spend), "--map", str(MAP), "--json")
+    r = run("ingest", "requests", "--source", "litellm", str(spend), "--map", str(MAP), "--json")
     assert r.exit_code == 0, r.output
     from_litellm = allocate()
     assert D(from_csv["total"]) > 0

@@ -1,4 +1,4 @@
-"""`ledger ingest --from langfuse | otel | langfuse-scores`: Langfuse observations, OpenTelemetry GenAI
+"""`ledger ingest --source langfuse | otel | langfuse-scores`: Langfuse observations, OpenTelemetry GenAI
 spans and Langfuse scores read directly (the LiteLLM adapter has tests/test_adapters.py).
 
 The samples under tests/data/adapters/ (see its README) hold the same four requests as the LiteLLM
@@ -85,13 +85,13 @@ OTEL = sorted([
 
 
 def test_langfuse_observations_ingest_to_the_hand_worked_rows(ledger_home):
-    r = run("ingest", "requests", "--from", "langfuse", str(OBS), "--map", str(OBS_MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "langfuse", str(OBS), "--map", str(OBS_MAP), "--register-new")
     assert r.exit_code == 0, r.output
     assert "4 rows read, 4 new" in r.output
     assert rows() == LANGFUSE
     batch = json.loads(run("batches", "--json").stdout)[0]
     assert [(f["path"], f["format"]) for f in batch["files"]] == [(str(OBS), "langfuse:jsonl")]
-    again = run("ingest", "requests", "--from", "langfuse", str(OBS), "--map", str(OBS_MAP))
+    again = run("ingest", "requests", "--source", "langfuse", str(OBS), "--map", str(OBS_MAP))
     assert again.exit_code == 0 and "0 new, 4 duplicate" in again.output, again.output
 
 
@@ -137,7 +137,7 @@ def test_a_langfuse_row_that_counts_cached_tokens_twice_is_refused_unless_the_ma
     # the cached 400 beside it; the row's own total (1211) shows the overlap.
     bad = tmp_path / "obs.jsonl"
     bad.write_text(OBS.read_text().replace('"input": 600,', '"input": 1000,').replace('"output": 147,', '"output": 211,'))
-    r = run("ingest", "requests", "--from", "langfuse", str(bad), "--map", str(OBS_MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "langfuse", str(bad), "--map", str(OBS_MAP), "--register-new")
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [
         f"{bad}:1: usage_details.total: the disjoint usage buckets add up to 1675, not to the total 1211: the cached "
@@ -164,7 +164,7 @@ def test_a_bad_langfuse_value_names_file_line_and_field(ledger_home, tmp_path):
 
 
 def test_otel_spans_ingest_to_the_hand_worked_rows(ledger_home):
-    r = run("ingest", "requests", "--from", "otel", str(SPANS), "--map", str(SPANS_MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "otel", str(SPANS), "--map", str(SPANS_MAP), "--register-new")
     assert r.exit_code == 0, r.output
     assert "4 rows read, 4 new" in r.output
     assert rows() == OTEL
@@ -195,13 +195,13 @@ def test_a_bad_otel_span_names_file_line_field_and_span(ledger_home, tmp_path):
     bad.write_text(SPANS.read_text().replace('"gen_ai.usage.input_tokens","value":{"intValue":"2000"}',
                                              '"gen_ai.usage.input_tokens","value":{"intValue":"-5"}')
                    .replace('"key":"gen_ai.response.id"', '"key":"gen_ai.request.model"'))
-    r = run("ingest", "requests", "--from", "otel", str(bad), "--map", str(SPANS_MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "otel", str(bad), "--map", str(SPANS_MAP), "--register-new")
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [
         f"{bad}:1: attributes: an attribute key appears twice (span eee19b7ec3c1b173)"]
     bad.write_text(bad.read_text().replace('"key":"gen_ai.request.model","value":{"stringValue":"chatcmpl-a1"}',
                                            '"key":"gen_ai.response.id","value":{"stringValue":"chatcmpl-a1"}'))
-    r = run("ingest", "requests", "--from", "otel", str(bad), "--map", str(SPANS_MAP), "--register-new")
+    r = run("ingest", "requests", "--source", "otel", str(bad), "--map", str(SPANS_MAP), "--register-new")
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [
         f"{bad}:2: attributes.gen_ai.usage.input_tokens (input_tokens): '-5' is negative (span 00f067aa0ba902b7)"]
@@ -210,7 +210,7 @@ def test_a_bad_otel_span_names_file_line_field_and_span(ledger_home, tmp_path):
 
 def test_langfuse_scores_become_outcomes_with_the_tenant_and_product_of_their_task(ledger_home):
     ingest_from("langfuse", "requests", [OBS], OBS_MAP, register_new=True)
-    r = run("ingest", "outcomes", "--from", "langfuse-scores", str(SCORES), "--map", str(SCORES_MAP))
+    r = run("ingest", "outcomes", "--source", "langfuse-scores", str(SCORES), "--map", str(SCORES_MAP))
     assert r.exit_code == 0, r.output
     # sc-3 (helpfulness) and sc-5 (resolution) are other scores; t1 is decided twice, the later (0) fails
     assert rows("outcomes", "task_id, decided_at, tenant, product, outcome, criteria") == [
@@ -253,7 +253,7 @@ def test_bad_scores_and_bad_maps_name_file_line_and_field(ledger_home, tmp_path)
         ingest_from("langfuse-scores", "outcomes", [SCORES], m)
     assert e.value.lines() == [f"{m}: outcome.score: give the score's name (e.g. score = \"task_success\")",
                                f"{m}: outcome.success: '~1' is not a comparison such as \">= 1\" (>=, >, <=, <, ==, !=)"]
-    r = run("ingest", "requests", "--from", "langfuse-scores", str(SCORES), "--map", str(SCORES_MAP))
+    r = run("ingest", "requests", "--source", "langfuse-scores", str(SCORES), "--map", str(SCORES_MAP))
     assert r.exit_code == 1 and "langfuse-scores gives outcomes, not requests" in r.output
     assert batch_count() == 1  # the requests only
 
@@ -293,7 +293,7 @@ def test_the_same_requests_from_a_source_and_from_the_ledger_csv_allocate_to_the
     assert r.exit_code == 0, r.output
     from_csv = allocate()
     assert run("batches", "undo", json.loads(r.stdout)["batch_id"]).exit_code == 0
-    r = run("ingest", "requests", "--from", source, str(part), "--map", str(m), "--json")
+    r = run("ingest", "requests", "--source", source, str(part), "--map", str(m), "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["rows_read"] == 2
     assert D(from_csv["total"]) > 0

@@ -170,9 +170,9 @@ def test_report_filtered_to_tenants_and_csv(ledger):
 
 def test_allocate_with_from_to_and_human_output(ledger):
     text = flat(cli("allocate", "--from", "2026-10-01T00:00:00Z", "--to", "2026-10-02T00:00:00Z"))
-    # one day: GPU 28.80 + provider 0.10 + 10.00 of the charge
-    assert "total 38.900000 = lines 38.900000" in text
-    assert "flag over_capacity: pool p1, 1 hours" in text
+    # one day: GPU 28.80 + provider 0.10 + 10.00 of the charge (money in the table grouped, 2 decimals)
+    assert "total 38.90 USD = lines 38.90" in text
+    assert "flag over_capacity: pool p1, 1 hour" in text
 
 
 def test_missing_price_fails_the_run_and_writes_nothing(ledger, tmp_path):

@@ -80,7 +80,7 @@ def test_budget_json_and_workbook_recalculated_by_libreoffice(plan_files, tmp_pa
 def test_changing_a_price_in_the_workbook_updates_the_totals(plan_files, tmp_path):
     plan, books = plan_files
     xlsx = tmp_path / "budget.xlsx"
-    r = _run("budget", str(plan), "--pricebooks", str(books), "--scenarios", "base", "--xlsx", str(xlsx))
+    r = _run("budget", str(plan), "--pricebooks", str(books), "--scenario", "base", "--xlsx", str(xlsx))
     assert r.exit_code == 0, r.output
     wb = openpyxl.load_workbook(xlsx)
     ws = wb["Plan"]
@@ -144,7 +144,7 @@ def test_csv_and_table_outputs(plan_files):
     assert lines[1].startswith('"fixture-plan","USD","VERDICT","base","2026-10","15816.000000","180.000000",'
                                '"1040.000000",')
     assert len(lines) == 1 + 4
-    r = _run("budget", str(plan), "--pricebooks", str(books), "--scenarios", "worst")
+    r = _run("budget", str(plan), "--pricebooks", str(books), "--scenario", "worst")
     assert r.exit_code == 0, r.output
     # worst October, hand-worked in test_budget: gpu 29,462.40 + 2,059.20, tokens 367.125, tool 1,365.00,
     # egress 159.450661, on-call 1,000.00 = 34,413.175661; p1 needs 18 GPUs in October, 24 in November
@@ -155,7 +155,7 @@ def test_csv_and_table_outputs(plan_files):
 
 def test_cli_failures_are_one_line_per_problem(plan_files, tmp_path):
     plan, books = plan_files
-    r = _run("budget", str(plan), "--pricebooks", str(books), "--scenarios", "best")
+    r = _run("budget", str(plan), "--pricebooks", str(books), "--scenario", "best")
     assert r.exit_code == 1
     assert r.stderr.strip() == "scenario 'best' is not in the plan (it has base, worst)"
     bad = tmp_path / "bad.toml"
@@ -171,8 +171,19 @@ def test_cli_failures_are_one_line_per_problem(plan_files, tmp_path):
 def test_plan_names_its_price_books_relative_to_its_folder(plan_files):
     plan, books = plan_files
     plan.write_text(PLAN.replace('months = 2\n', 'months = 2\npricebooks = ["books"]\n'))
-    r = _run("budget", str(plan), "--json", "--scenarios", "base")
+    r = _run("budget", str(plan), "--json", "--scenario", "base")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["provenance"]["price_books"] == ["fixture@2026-09-01"]
     assert doc["totals"]["base"]["total"] == "51819.273528"
+
+
+def test_every_budget_sheet_prints_one_page_wide(plan_files, tmp_path):
+    """Finance prints the workbook: each sheet fits one page width (fitToWidth 1, any height)."""
+    plan, books = plan_files
+    xlsx = tmp_path / "budget.xlsx"
+    assert _run("budget", str(plan), "--pricebooks", str(books), "--xlsx", str(xlsx)).exit_code == 0
+    wb = openpyxl.load_workbook(xlsx)
+    for ws in wb.worksheets:
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert (ws.page_setup.fitToWidth, ws.page_setup.fitToHeight) == (1, 0), ws.title

@@ -178,7 +178,7 @@ def clean(ledger_home, tmp_path):
 def test_a_clean_small_ledger_finds_nothing(clean):
     r = invoke("check")
     assert r.exit_code == 0, r.output
-    assert r.stdout.strip() == ("no problems: 4 requests, 1 meter events, 2 fleet intervals and 2 charges checked "
+    assert r.stdout.strip() == ("no problems: 4 requests, 1 meter event, 2 fleet intervals and 2 charges checked "
                                 "against 1 price book")
     r = invoke("check", "--period", "2026-10")
     assert r.exit_code == 0 and "from 2026-10-01T00:00:00Z to 2026-11-01T00:00:00Z" in r.stdout

@@ -9,39 +9,25 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
-from babel.numbers import parse_decimal
-from streamlit.testing.v1 import AppTest
+from dashboard_support import APP, PERIOD, PLAN, ROOT, assert_shows, cli, decimals, demo_month, metrics, page, shown, table
 from typer.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "dashboards" / "app.py"
-PLAN = ROOT / "examples" / "plan.toml"
-PERIOD = "2026-10"
-PAGES = ("pages/unit_economics.py", "pages/tenants.py", "pages/sizing_budget.py", "pages/price_books.py",
-         "pages/forecast_actual.py")
+__all__ = ["APP", "assert_shows", "cli", "metrics", "page", "shown", "table"]  # test_dashboard_reconcile reads them
+PAGES = ("pages/unit_economics.py", "pages/reconcile.py", "pages/tenants.py", "pages/workload.py",
+         "pages/sizing_budget.py", "pages/forecast_actual.py", "pages/price_books.py")
 
 
-# ---- fixtures and helpers -----------------------------------------------------------------------
+# ---- fixtures -----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory) -> Path:
-    """The demo month, built once for this module by the demo's Python API (`ledger demo`)."""
-    from ledger import store
-    from ledger.demo import run_demo
-
-    home = tmp_path_factory.mktemp("dashboard-demo") / "home"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(home))
-        mp.delenv("LEDGER_DATABASE_URL", raising=False)
-        run_demo()
-        store.dispose_engines()
-    return home
+    """The demo month, built once per test session by the demo's Python API (`ledger demo`)."""
+    return demo_month(tmp_path_factory)
 
 
 @pytest.fixture
@@ -56,52 +42,12 @@ def demo(demo_home, monkeypatch) -> Path:
     store.dispose_engines()
 
 
-def cli(home: Path, *args: str) -> dict | list:
-    """Run ``ledger ARGS --json`` on `home` and return the parsed JSON."""
-    from ledger.cli import app
-
-    result = CliRunner().invoke(app, [*args, "--json"], env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def page(name: str | None = None, *, timeout: float = 120) -> AppTest:
-    """The app opened (and switched to page `name`), run once, with no exception box. (AppTest runs
-    a page switched to on its own, without app.py's sidebar; the browser test covers the whole app.)"""
-    at = AppTest.from_file(str(APP), default_timeout=timeout)
+def budget_tab(at):
+    """The sizing page with its budget tab open (only the open tab runs)."""
+    at.session_state["sz_tab"] = "Budget from a plan"
     at.run()
-    if name:
-        at.switch_page(name)
-        at.run()
     assert not at.exception, [e.message for e in at.exception]
     return at
-
-
-def metrics(at: AppTest, key: str) -> dict[str, str]:
-    """Label -> value of the metric tiles in the container keyed `key`."""
-    return {m.label: m.value for m in at.get_by_key(key).metric}
-
-
-def table(at: AppTest, key: str):
-    """The DataFrame shown in the container keyed `key`."""
-    return at.get_by_key(key).dataframe[0].value
-
-
-def shown(text: str) -> Decimal:
-    """A number as displayed in en_US (``$1,234.56``, ``2.7%``, ``30,098``; currency symbols and
-    marks dropped), exactly as shown: a percentage becomes its ratio with the decimals shown
-    (2.7% -> 0.027)."""
-    pct = text.endswith("%")
-    core = "".join(ch for ch in text if ch.isdigit() or ch in ",.-")
-    d = parse_decimal(core, locale="en_US", strict=True)
-    return d.scaleb(-2) if pct else d
-
-
-def assert_shows(text: str, exact: str | Decimal | int) -> None:
-    """`text` is the exact decimal `exact` rounded half-even to the decimals `text` shows."""
-    value = shown(text)
-    want = Decimal(exact).quantize(Decimal(1).scaleb(value.as_tuple().exponent), rounding=ROUND_HALF_EVEN)
-    assert value == want, f"shows {text!r}, the CLI says {exact} (rounded: {want})"
 
 
 # ---- an empty ledger ----------------------------------------------------------------------------
@@ -119,7 +65,7 @@ def test_an_empty_ledger_shows_guidance_on_every_page_and_stays_empty(tmp_path, 
     before = sorted(p.name for p in home.rglob("*")) if home.exists() else None
     for name in PAGES:
         at = page(name)
-        if name in ("pages/unit_economics.py", "pages/tenants.py", "pages/forecast_actual.py"):
+        if name in ("pages/unit_economics.py", "pages/reconcile.py", "pages/tenants.py", "pages/forecast_actual.py"):
             guide = at.info[0].value
             assert "ledger demo" in guide and "ledger allocate --period" in guide
             assert ("no ledger in" in guide) != initialized
@@ -128,7 +74,8 @@ def test_an_empty_ledger_shows_guidance_on_every_page_and_stays_empty(tmp_path, 
     at = page("pages/price_books.py")
     assert shown(metrics(at, "pb_tiles")["Prices in force"]) > 0
     at = page("pages/sizing_budget.py")
-    assert at.get_by_key("sz_tiles").metric and at.get_by_key("bg_tiles").metric
+    assert at.get_by_key("sz_tiles").metric
+    assert budget_tab(at).get_by_key("bg_tiles").metric
     store.dispose_engines()
     after = sorted(p.name for p in home.rglob("*")) if home.exists() else None
     assert after == before, "the dashboard wrote into the ledger home"
@@ -158,6 +105,7 @@ def test_unit_economics_tiles_are_the_cli_numbers(demo):
     kinds = table(at, "ue_kinds").set_index("kind")["amount"]
     for kind in ("idle slack", "idle reserve", "unallocated"):
         assert_shows(kinds[kind], un[kind.replace(" ", "_")])
+    assert_shows(kinds["tenants"], total - sum(Decimal(v) for v in un.values()))
 
 
 @pytest.mark.parametrize("by", ["tenant", "product"])
@@ -165,19 +113,38 @@ def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
     rep = cli(demo, "report", "unit-economics", "--period", PERIOD, "--by", by)
     at = page("pages/unit_economics.py")
     frame = table(at, f"ue_by_{by}")
+    assert list(frame.columns) == [by, "cost", "own cost per success", "successes", "failures", "success rate",
+                                   "failed work", "per 1M tokens", "active tokens"]
     assert len(frame) == len(rep["rows"])
+    notes = at.get_by_key(f"ue_by_{by}_notes").caption[0].value
     for row, want in zip(frame.to_dict("records"), rep["rows"], strict=True):
-        assert row[by] == (want[by] or f"(no {by}: shared charges)")
+        # the demo run keeps idle on its own lines (policy separate): the lines with no product are the
+        # charges shared over tenants, so that row is named for them
+        assert row[by] == (want[by] or "(shared: charges)")
         assert_shows(row["cost"], want["cost"])
-        assert_shows(row["successful tasks"], want["tasks"]["success"])
-        assert_shows(row["failed tasks"], want["tasks"]["failure"])
-        own = row["cost per successful task (own cost)"]
+        assert_shows(row["successes"], want["tasks"]["success"])
+        assert_shows(row["failures"], want["tasks"]["failure"])
+        assert_shows(row["active tokens"], want["active_tokens"])
+        own = row["own cost per success"]
         if want["cost_per_successful_task"] is None:
-            assert own.startswith("undefined: ") and own.endswith(want["reasons"]["cost_per_successful_task"])
+            reason = want["reasons"]["cost_per_successful_task"]
+            assert own == "undefined" and f"undefined for {row[by]}: {reason}" in notes
         else:
             assert_shows(own, want["cost_per_successful_task"])
         if want["success_rate"] is not None:
             assert_shows(row["success rate"], want["success_rate"])
+        if want["cost_per_1m_active_tokens"] is not None:
+            assert_shows(row["per 1M tokens"], want["cost_per_1m_active_tokens"])
+    # one rule per column: the own costs per success (all below $1 in the demo) at 4 decimals each,
+    # money at 2, percentages at 1
+    defined = [v for v in frame["own cost per success"] if v != "undefined"]
+    assert all(Decimal(r["cost_per_successful_task"]) < 1 for r in rep["rows"] if r["cost_per_successful_task"])
+    assert {decimals(v) for v in defined} == {4}
+    assert {decimals(v) for v in frame["cost"]} == {2} and {decimals(v) for v in frame["success rate"] if v != "—"} == {1}
+    if by == "product":
+        none_row = next(r for r in rep["rows"] if r["product"] is None)
+        assert "(shared: charges): what tenants carry on lines with no product: shared charges " in notes
+        assert_shows(notes.split("shared charges \\$", 1)[1].split(" ")[0], none_row["cost"])
 
 
 def test_both_costs_per_successful_task_are_named_with_their_definitions(demo):
@@ -238,9 +205,36 @@ def test_a_superseded_run_can_be_picked_and_shows_its_own_numbers(demo, tmp_path
     newest, first = runs[0]["run_id"], runs[1]["run_id"]
     at = page("pages/unit_economics.py")
     assert at.selectbox(key="ue_run").value == newest and at.selectbox(key="ue_run").options[0].startswith(newest[:12])
+    # idle policy share: no idle line of its own; the tiles say how much idle was shared over tenants
     shared = cli(home, "report", "unit-economics", "--run", newest)
-    slack = Decimal(shared["unattributed"]["idle_slack"]) / Decimal(shared["run_total"])
-    assert_shows(metrics(at, "ue_tiles")["Idle slack share"], slack.quantize(Decimal("0.0001")))
+    assert Decimal(shared["unattributed"]["idle_slack"]) == Decimal(shared["unattributed"]["idle_reserve"]) == 0
+    lines = run_lines(home, newest)
+    total = Decimal(shared["run_total"])
+    assert sum(Decimal(ln["amount"]) for ln in lines) == total
+    tiles = metrics(at, "ue_tiles")
+    assert "Idle slack share" not in tiles and "Idle reserve share" not in tiles
+    for kind in ("slack", "reserve"):
+        amount = sum(Decimal(ln["amount"]) for ln in lines if ln["shared_from"] == f"idle_{kind}")
+        assert amount > 0
+        assert_shows(tiles[f"Idle {kind} share (shared over tenants)"], (amount / total).quantize(Decimal("0.0001")))
+    own = at.get_by_key("ue_per_success_definitions").markdown[1].value
+    assert "Under idle policy `share` idle slack and idle reserve are shared over the tenants" in own
+    assert "stay on their own lines" not in own
+    # the product-less row holds the shared charges and the shared idle, and is named for both
+    no_product = [ln for ln in lines if ln["kind"] == "tenant" and not ln["product"]]
+    charges = sum(Decimal(ln["amount"]) for ln in no_product if not ln["shared_from"])
+    idle = sum(Decimal(ln["amount"]) for ln in no_product if ln["shared_from"])
+    by_product = cli(home, "report", "unit-economics", "--run", newest, "--by", "product")
+    none_row = next(r for r in by_product["rows"] if r["product"] is None)
+    assert charges > 0 and idle > 0 and charges + idle == Decimal(none_row["cost"])
+    frame = table(at, "ue_by_product").set_index("product")
+    assert_shows(frame.loc["(shared: charges, idle)", "cost"], none_row["cost"])
+    notes = at.get_by_key("ue_by_product_notes").caption[0].value
+    held = notes.split("what tenants carry on lines with no product: ", 1)[1]
+    assert held.startswith("shared charges \\$") and " and shared idle \\$" in held
+    assert_shows(held.split("shared charges \\$")[1].split(" ")[0], charges)
+    assert_shows(held.split("shared idle \\$")[1].split(" ")[0], idle)
+    # the first run (idle separate) stays readable, with its own numbers and words
     at.selectbox(key="ue_run").set_value(first).run()
     assert not at.exception
     old = cli(home, "report", "unit-economics", "--run", first)
@@ -249,7 +243,19 @@ def test_a_superseded_run_can_be_picked_and_shows_its_own_numbers(demo, tmp_path
     assert_shows(tiles["Idle slack share"],
                  (Decimal(old["unattributed"]["idle_slack"]) / Decimal(old["run_total"])).quantize(Decimal("0.0001")))
     assert dict(table(at, "ue_provenance").values.tolist())["idle policy"] == "separate"
+    assert "idle slack, idle reserve and unallocated charges stay on their own lines" in \
+        at.get_by_key("ue_per_success_definitions").markdown[1].value
     store.dispose_engines()
+
+
+def run_lines(home: Path, run_id: str) -> list[dict]:
+    """The run's lines as `ledger export --run ID --csv` prints them."""
+    from ledger.cli import app
+
+    result = CliRunner().invoke(app, ["export", "--run", run_id, "--csv"],
+                                env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    return list(csv.DictReader(io.StringIO(result.stdout)))
 
 
 def test_downloads_are_the_cli_exports(demo, tmp_path):
@@ -261,7 +267,7 @@ def test_downloads_are_the_cli_exports(demo, tmp_path):
 
     run_id = cli(demo, "runs")[0]["run_id"]
     out = tmp_path / "lines.csv"
-    result = CliRunner().invoke(app, ["export", "--run", run_id, "--csv", str(out)],
+    result = CliRunner().invoke(app, ["export", "--run", run_id, "--lines", str(out)],
                                 env={"LEDGER_HOME": str(demo), "LEDGER_DATABASE_URL": None})
     assert result.exit_code == 0, result.output
     with dd.reading() as s:
@@ -305,7 +311,7 @@ def test_tenants_side_by_side_are_the_cli_numbers(demo):
         card = metrics(at, f"tn_card_{tenant}")
         assert_shows(card["Cost"], want["cost"])
         assert_shows(card["Cost per successful task (own cost)"], want["cost_per_successful_task"])
-        assert_shows(card["$/1M active tokens"], want["cost_per_1m_active_tokens"])
+        assert_shows(card["Cost per 1M active tokens"], want["cost_per_1m_active_tokens"])
         assert_shows(card["Share of GPU"], want["share_of_gpu"])
         tasks = want["tasks"]
         failure_rate = (Decimal(tasks["failure"]) / (tasks["success"] + tasks["failure"])).quantize(Decimal("0.0001"))
@@ -442,7 +448,7 @@ def test_sizing_refusals_are_messages_not_tracebacks(demo):
 
 def test_budget_of_the_example_plan_is_the_cli_budget(demo):
     doc = cli(demo, "budget", str(PLAN))
-    at = page("pages/sizing_budget.py")
+    at = budget_tab(page("pages/sizing_budget.py"))
     at.selectbox(key="bg_plan").set_value(PLAN.name).run()
     tiles = metrics(at, "bg_tiles")
     n = len(doc["months"])
@@ -451,12 +457,16 @@ def test_budget_of_the_example_plan_is_the_cli_budget(demo):
     months = table(at, "bg_months").set_index("month")
     for s in doc["summary"]:
         assert_shows(months.loc[s["month"], s["scenario"]], s["total"])
-    detail = table(at, "bg_detail").set_index("month")
-    for s in doc["summary"]:
-        if s["scenario"] == "base":
-            for cat, v in s["by_category"].items():
-                if cat in detail.columns:
-                    assert_shows(detail.loc[s["month"], cat], v)
+    # the base scenario by category: categories down, the months across, six months a table
+    detail = table(at, "bg_detail").set_index("category").join(table(at, "bg_detail_2").set_index("category"))
+    base = [s for s in doc["summary"] if s["scenario"] == "base"]
+    assert list(detail.columns) == [s["month"] for s in base] and len(base) == 12
+    used = [c for c in base[0]["by_category"] if any(Decimal(s["by_category"][c]) for s in base)]
+    assert list(detail.index) == [*(c.replace("_", " ") for c in used), "total"]
+    for s in base:
+        for cat in used:
+            assert_shows(detail.loc[cat.replace("_", " "), s["month"]], s["by_category"][cat])
+        assert_shows(detail.loc["total", s["month"]], s["total"])
     assert {b.key for b in at.get_by_key("bg_downloads").download_button} == {"bg_xlsx", "bg_csv"}
     at.multiselect(key="bg_scenarios").set_value(["base"]).run()
     assert list(metrics(at, "bg_tiles")) == [f"base: total over {n} months"]
@@ -472,20 +482,38 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
     assert not at.exception
     doc = cli(demo, "pricebook", "show", "--at", "2026-10-15")
     assert_shows(metrics(at, "pb_tiles")["Prices in force"], len(doc["prices"]))
-    frame = table(at, "pb_in_force")
-    assert len(frame) == len(doc["prices"])
-    for row, want in zip(frame.to_dict("records"), doc["prices"], strict=True):
-        assert (row["meter"], row["sku"], row["region"], row["purchase option"]) == \
-            (want["meter"], want["sku"], want["region"], want["purchase_option"])
-        assert shown(row["price"]) == Decimal(want["price"])  # prices keep every decimal
-        assert row["book"] == f"{want['book']}@{want['version']}"
+    meters = sorted({p["meter"] for p in doc["prices"]})
+    # one table per meter; a column every row of it leaves at `*` (any) is left out and named above it
+    assert [d.value for d in at.get_by_key("pb_in_force").dataframe] and len(at.get_by_key("pb_in_force").dataframe) \
+        == len(meters)
+    for meter in meters:
+        frame = table(at, f"pb_in_force_{meter}")
+        wants = [p for p in doc["prices"] if p["meter"] == meter]
+        assert len(frame) == len(wants)
+        for row, want in zip(frame.to_dict("records"), wants, strict=True):
+            assert (row["sku"], row.get("region", "*"), row.get("option", "*"), row.get("provider", "*")) == \
+                (want["sku"], want["region"], want["purchase_option"], want["provider"])
+            assert shown(row["price"]) == Decimal(want["price"])  # prices keep every decimal
+            assert row["book"] == want["book"] and row["per"] == want["per"]
+            start = want["effective_from"][:10]
+            assert row["in force"] == f"{start} →" + (f" {want['effective_to'][:10]}" if want["effective_to"] else "")
+        # an upfront amount (a reserved instance) is said under its table, with the price it was written at
+        notes = " ".join(c.value for c in at.get_by_key("pb_in_force").caption)
+        for want in wants:
+            if want["upfront"]:
+                said = notes.split(f"{want['sku']} {want['region']} {want['purchase_option']}: ", 1)[1]
+                assert_shows(said.split(" per ")[0], want["price"])
+                assert_shows(said.split("written as ")[1].split(" per ")[0], want["list_price"])
+                assert said.split(" upfront for ")[1].startswith(want["term"])
+                assert_shows(said.split(" + ")[1].split(" upfront")[0], want["upfront"])
     at.selectbox(key="pb_meter").set_value("gpu_time").run()
     gpu = cli(demo, "pricebook", "show", "--at", "2026-10-15", "--meter", "gpu_time")
-    assert len(table(at, "pb_in_force")) == len(gpu["prices"])
+    assert len(at.get_by_key("pb_in_force").dataframe) == 1
+    assert len(table(at, "pb_in_force_gpu_time")) == len(gpu["prices"])
     key = ("gpu_time", "H100-SXM-80GB", "us-east-1", "on_demand", "*")   # meter, sku, region, option, provider
     at.selectbox(key="pb_key").set_value(key).run()
     history = table(at, "pb_history")
-    assert list(history["from"]) == sorted(history["from"]) and len(history) >= 2
+    assert list(history["in force"]) == sorted(history["in force"]) and len(history) >= 2
     for day in ("2025-01-01", "2026-10-15"):  # each dated price is the one `show --at` finds
         want = cli(demo, "pricebook", "show", "--at", day, "--meter", "gpu_time", "--sku", key[1], "--region", key[2])
         price = next(p for p in want["prices"] if p["purchase_option"] == key[3])
@@ -524,13 +552,13 @@ def test_price_book_check_opens_no_typed_path_only_known_books_and_uploads(demo,
     assert cli_check.exit_code == 1 and lines
     box = at.get_by_key("pb_check")
     assert not at.exception and box.warning[0].value.startswith(f"{len(lines)} problem")
-    frame = box.dataframe[0].value
+    frame = box.table[0].value
     assert set(frame["file"]) == {"broken.toml"}
     assert [m for m in frame["message"]] == [ln.rsplit(": ", 1)[-1] for ln in lines]
 
     # the name of an upload is only a name: the bytes are checked, never the server file it names
     at.file_uploader(key="pb_check_upload").set_value((str(good), b"this is = not [ toml", "application/toml")).run()
-    frame = at.get_by_key("pb_check").dataframe[0].value
+    frame = at.get_by_key("pb_check").table[0].value
     assert list(frame["file"]) == ["gcp.toml"] and frame["message"][0].startswith("not valid TOML")
 
 
@@ -557,17 +585,6 @@ def test_forecast_vs_actual_is_the_cli_comparison(demo):
             assert_shows(row["error %"], want["relative_error"])
     pools = table(at, "fa_pools")
     assert [r["pool"] for r in pools.to_dict("records")] == [p["key"].replace("_", " ") for p in doc["pools"]]
-
-
-# ---- the command ----------------------------------------------------------------------------------
-
-def test_dashboard_command_line(monkeypatch):
-    from ledger.dashboard import cli as dashboard_cli
-    from ledger.cli import app
-
-    cmd = dashboard_cli.streamlit_command(host="127.0.0.1", port=8599)
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and Path(cmd[4]) == APP
-    assert cmd[5:] == ["--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", "8599",
-                       "--browser.gatherUsageStats", "false"]
-    result = CliRunner().invoke(app, ["dashboard", "--locale", "xx_NOPE"])
-    assert result.exit_code == 1 and "xx_NOPE" in result.output
+    # the demo's plan names the demo's pools, models and categories: the page says they all match
+    said = at.get_by_key("fa_matching").caption[0].value
+    assert said.startswith("The plan and the run name the same things. In both: pools: h100-chat, h200-code")

@@ -1,166 +1,81 @@
-"""The dashboard in a real browser: `ledger dashboard` serves the demo month on a free loopback port,
-headless Chromium (Selenium, Debian's chromium and chromium-driver) opens every page, and each page
-must show no exception box and the headline number the CLI gives for the same run, plan or date.
+"""The dashboard in a real browser at 1400 x 1000: `ledger dashboard` serves the demo month (with the
+sample bill of tests/data/bills and its map) on a free loopback port, and headless Chromium (Selenium,
+Debian's chromium and chromium-driver) opens every page. On each page, in each of its tabs, every
+table must show every column whole and every input its whole value (measured in the DOM:
+tests/dashboard_browser.py), no exception
+box may appear, the Deploy button is gone, and the headline number is the CLI's for the same run,
+plan or date.
 
-A screenshot of each page goes to ``test-artifacts/screenshots/``, and the time each page took to
-render (first visit, then a reload) to ``test-artifacts/render-times.json``: measured, not asserted.
+Each page's first load (a new browser session; the time from navigation until its content is drawn
+with no spinner left) is measured, printed (``pytest -s``) and written with the reloads and the moves
+from the sidebar to ``test-artifacts/render-times.json``; a screenshot of each page goes to
+``test-artifacts/screenshots/``. Times are measured, never asserted.
 """
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
+import statistics
 import tempfile
 import time
-import urllib.request
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from dashboard_browser import (chromium, clipped, cut_inputs, dashboard, exceptions, grids, open_page, settle,
+                               wait_drawn)
+from dashboard_support import PERIOD, ROOT, cli, demo_month
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync")
-PERIOD = "2026-10"
+BILLS = ROOT / "tests" / "data" / "bills"
 TIMES: dict[str, dict[str, float]] = {}
+FIRST_SESSION = [True]  # until the first page of the module has been opened
 
 
-def cli(home: Path, *args: str) -> dict | list:
-    from ledger.cli import app
-
-    result = CliRunner().invoke(app, [*args, "--json"], env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def usd(amount: str | Decimal) -> str:
-    """Money as the dashboard writes it in en_US (babel's standard currency format, two decimals)."""
-    return f"${Decimal(amount).quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+def usd(amount: str | Decimal, places: int = 2) -> str:
+    """Money as the dashboard writes it in en_US (babel's standard currency format)."""
+    return f"${Decimal(amount).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):,}"
 
 
 # ---- the server and the browser -----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory) -> Path:
-    from ledger import store
-    from ledger.demo import run_demo
+    """A copy of the demo month with October's sample AWS bill ingested and its map in the home."""
+    from ledger.cli import app
+    from typer.testing import CliRunner
 
     home = tmp_path_factory.mktemp("browser-demo") / "home"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(home))
-        mp.delenv("LEDGER_DATABASE_URL", raising=False)
-        run_demo()
-        store.dispose_engines()
+    shutil.copytree(demo_month(tmp_path_factory), home)
+    result = CliRunner().invoke(app, ["ingest", "bill", str(BILLS / "aws-focus-2026-10.csv")],
+                                env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    shutil.copy(BILLS / "bill-map.toml", home / "bill-map.toml")
     return home
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-            return r.status == 200 and r.read().strip() == b"ok"
-    except OSError:
-        return False
-
-
-def _ledger_command() -> str:
-    """The `ledger` console script of the running interpreter's environment (pip install -e .)."""
-    found = shutil.which("ledger", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    assert found, "the `ledger` command is not installed: pip install -e '.[test]'"
-    return found
 
 
 @pytest.fixture(scope="module")
 def server(demo_home, tmp_path_factory):
-    """`ledger dashboard` on a free 127.0.0.1 port over the demo home; always stopped at the end."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "LEDGER_DATABASE_URL"}
-    env["LEDGER_HOME"] = str(demo_home)
-    log_path = tmp_path_factory.mktemp("dashboard-server") / "server.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen([_ledger_command(), "dashboard", "--host", "127.0.0.1", "--port", str(port),
-                                 "--locale", "en_US"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 90
-            while not _healthy(url):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the dashboard did not come up on {url}:\n{log_path.read_text(errors='replace')}")
-                time.sleep(0.3)
-            yield url
-        finally:
-            proc.terminate()  # `ledger dashboard` passes SIGTERM on to Streamlit and waits for it
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+    with dashboard(demo_home, tmp_path_factory.mktemp("dashboard-server") / "server.log", cwd=ROOT) as (url, up):
+        TIMES["server"] = {"answers_after_s": round(up, 3)}
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file(), "install Debian's chromium and chromium-driver"
-    profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile.name}")
-    options.add_argument("--window-size=1600,2600")
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        profile.cleanup()
-        if TIMES:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            (ARTIFACTS / "render-times.json").write_text(json.dumps(TIMES, indent=2) + "\n", encoding="utf-8")
-
-
-def render(driver, url: str, key: str, timeout: float = 90) -> tuple[list[str], float]:
-    """Open `url` and wait until the script has run and the metric tiles in the container keyed
-    `key` are shown. Returns the tiles' values (hidden tabs included) and the seconds it took."""
-    t0 = time.perf_counter()
-    driver.get(url)
-    return wait_for(driver, key, t0, timeout)
-
-
-def wait_for(driver, key: str, t0: float, timeout: float = 90) -> tuple[list[str], float]:
-    """Wait until the app is idle with the tiles keyed `key` shown (or an exception box appears)."""
-    from selenium.webdriver.common.by import By
-
-    deadline = t0 + timeout
-    while True:
-        states = {e.get_attribute("data-test-script-state")
-                  for e in driver.find_elements(By.CSS_SELECTOR, "[data-test-script-state]")}
-        values = [e.get_attribute("textContent").strip()
-                  for e in driver.find_elements(By.CSS_SELECTOR, f".st-key-{key} [data-testid='stMetricValue']")]
-        if values and all(values) and states == {"notRunning"}:
-            return values, time.perf_counter() - t0
-        if driver.find_elements(By.CSS_SELECTOR, "[data-testid='stException']") or time.perf_counter() > deadline:
-            return values, time.perf_counter() - t0
-        time.sleep(0.05)
+    with chromium() as driver:
+        try:
+            yield driver
+        finally:
+            if TIMES:
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                (ARTIFACTS / "render-times.json").write_text(json.dumps(TIMES, indent=2) + "\n", encoding="utf-8")
+                print("\nfirst load of each page (s): " + ", ".join(
+                    f"{k} {v['first_load_s']}" for k, v in TIMES.items() if "first_load_s" in v))
 
 
 # ---- the pages ----------------------------------------------------------------------------------
@@ -176,9 +91,18 @@ def _unit_economics(home: Path) -> str:
     return usd(cli(home, "report", "unit-economics", "--period", PERIOD)["run_total"])
 
 
+def _reconcile(home: Path) -> str:
+    return usd(cli(home, "reconcile", "--period", PERIOD)["total"]["priced"])
+
+
 def _tenants(home: Path) -> str:
     rows = cli(home, "report", "tenants", "--period", PERIOD)["rows"]
     return usd(max(rows, key=lambda r: Decimal(r["cost"]))["cost"])  # the biggest tenant's card comes first
+
+
+def _workload(home: Path) -> str:
+    p50 = Decimal(str(cli(home, "workload", "--period", PERIOD)["tpm"]["p50"]))
+    return f"{p50.quantize(Decimal('0.1'), rounding=ROUND_HALF_EVEN):,}"
 
 
 def _sizing(home: Path) -> str:
@@ -202,56 +126,95 @@ def _sizing(home: Path) -> str:
     return f"{doc['rows'][0]['gpus']:,}"
 
 
+def _forecast(home: Path) -> str:
+    return usd(cli(home, "budget", "compare", str(_plan()), "--period", PERIOD)["total"]["forecast"])
+
+
 def _price_books(home: Path) -> str:
     today = datetime.now(timezone.utc).date().isoformat()
     return f"{len(cli(home, 'pricebook', 'show', '--at', today)['prices']):,}"
 
 
-def _forecast(home: Path) -> str:
-    return usd(cli(home, "budget", "compare", str(_plan()), "--period", PERIOD)["total"]["forecast"])
+# name, URL path, title, container of the headline tiles, the CLI's headline as the page writes it
+PAGES = [("unit-economics", "", "Unit economics", "ue_tiles", _unit_economics),
+         ("reconcile", "reconcile", "Bill reconciliation", "rc_tiles", _reconcile),
+         ("tenants", "tenants", "Tenants side by side", "tn_cards", _tenants),
+         ("workload", "workload", "Workload", "wl_tiles", _workload),
+         ("sizing-budget", "sizing-budget", "Sizing and budget", "sz_tiles", _sizing),
+         ("forecast-vs-actual", "forecast-vs-actual", "Forecast vs actual", "fa_tiles", _forecast),
+         ("price-books", "price-books", "Price books", "pb_tiles", _price_books)]
 
 
-# name, URL path, container of the headline tiles, the CLI's headline as the page writes it
-PAGES = [("unit-economics", "", "ue_tiles", _unit_economics),
-         ("tenants", "tenants", "tn_cards", _tenants),
-         ("sizing-budget", "sizing-budget", "sz_tiles", _sizing),
-         ("price-books", "price-books", "pb_tiles", _price_books),
-         ("forecast-vs-actual", "forecast-vs-actual", "fa_tiles", _forecast)]
-
-
-@pytest.mark.parametrize(("name", "path", "key", "expected"), PAGES, ids=[p[0] for p in PAGES])
-def test_page_renders_with_the_cli_headline(server, browser, demo_home, name, path, key, expected):
+def every_table_whole(driver, name: str) -> int:
+    """Check the tables of each tab of the page (expanders opened); returns how many were measured."""
     from selenium.webdriver.common.by import By
 
-    values, first = render(browser, f"{server}/{path}", key)
+    measured = 0
+    for i in range(max(1, len(driver.find_elements(By.CSS_SELECTOR, "[data-testid='stTab']")))):
+        tabs = driver.find_elements(By.CSS_SELECTOR, "[data-testid='stTab']")
+        if tabs and tabs[i].get_attribute("aria-selected") != "true":
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", tabs[i])  # not under the header
+            tabs[i].click()
+            settle(driver)  # only the open tab runs: the click reruns the page
+        for summary in driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary"):
+            if summary.is_displayed() and summary.find_element(By.XPATH, "..").get_attribute("open") is None:
+                driver.execute_script("arguments[0].click()", summary)
+        found = grids(driver)
+        assert found, f"{name}, tab {i + 1}: no table found"
+        problems = clipped(found) + cut_inputs(driver)
+        assert not problems, f"{name}, tab {i + 1}: " + "; ".join(problems)
+        assert not exceptions(driver), f"{name}, tab {i + 1}: exception box: {exceptions(driver)}"
+        measured += len(found)
+    driver.execute_script("window.scrollTo(0, 0)")
+    return measured
+
+
+@pytest.mark.parametrize(("name", "path", "title", "key", "expected"), PAGES, ids=[p[0] for p in PAGES])
+def test_page_at_1400_shows_every_column_and_the_cli_headline(server, browser, demo_home, name, path, title, key,
+                                                              expected):
+    from selenium.webdriver.common.by import By
+
+    first = open_page(browser, f"{server}/{path}", title, key)
+    TIMES[name] = {"first_load_s": round(first, 3)}
+    print(f"\n{name}: first load {first:.2f} s")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
-    errors = [e.get_attribute("textContent")[:500]
-              for e in browser.find_elements(By.CSS_SELECTOR, "[data-testid='stException']")]
-    assert not errors, f"{name}: exception box: {errors}"
-    assert not browser.find_elements(By.CSS_SELECTOR, "[role='dialog']"), f"{name}: a dialog is open"
-    assert values, f"{name}: no headline tiles in .st-key-{key}"
-    assert values[0] == expected(demo_home), f"{name}: headline {values[0]!r}"
-    again = sorted(render(browser, f"{server}/{path}", key)[1] for _ in range(3))
-    TIMES[name] = {"first_visit_s": round(first, 3), "reload_median_s": round(again[1], 3),
-                   "reload_max_s": round(again[2], 3)}
-    if name == "sizing-budget":  # the budget tab is rendered too (hidden until clicked): its base total
+    assert not exceptions(browser), f"{name}: exception box: {exceptions(browser)}"
+    dialogs = [d.text.split("\n")[0] for d in browser.find_elements(By.CSS_SELECTOR, "[role='dialog']")]
+    if FIRST_SESSION and dialogs == ["Page not found"]:
+        # Streamlit's known bug (streamlit/streamlit#8860): the first session of a server opened on
+        # another page than the default one gets this box over the right page; close it
+        browser.find_element(By.CSS_SELECTOR, "[role='dialog'] button[aria-label='Close']").click()
+        dialogs = []
+    FIRST_SESSION.clear()
+    assert not dialogs, f"{name}: a dialog is open: {dialogs}"
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid='stAppDeployButton']"), "the Deploy button shows"
+    assert browser.execute_script("return [window.innerWidth, window.innerHeight]")[0] == 1400
+    values = [e.get_attribute("textContent").strip()
+              for e in browser.find_elements(By.CSS_SELECTOR, f".st-key-{key} [data-testid='stMetricValue']")]
+    assert values and values[0] == expected(demo_home), f"{name}: headline {values[:1]!r}"
+    TIMES[name]["tables_measured"] = every_table_whole(browser, name)
+    if name == "sizing-budget":  # the budget tab (open now): its base scenario's total, as `ledger budget`
         base = [e.get_attribute("textContent") for e in
                 browser.find_elements(By.CSS_SELECTOR, ".st-key-bg_tiles [data-testid='stMetric']")]
         want = cli(demo_home, "budget", str(_plan()))["totals"]["base"]["total"]
         assert any(t.startswith("base:") and t.endswith(usd(want)) for t in base), base
+    again = sorted(open_page(browser, f"{server}/{path}", title, key) for _ in range(3))
+    TIMES[name].update({"reload_median_s": round(statistics.median(again), 3), "reload_max_s": round(again[-1], 3)})
 
 
 def test_moving_between_pages_from_the_sidebar(server, browser, demo_home):
     """After the first load, every page reached from the sidebar shows its headline, no exception."""
     from selenium.webdriver.common.by import By
 
-    render(browser, f"{server}/", "ue_tiles")
-    for name, path, key, expected in [*PAGES[1:], PAGES[0]]:
+    open_page(browser, f"{server}/", "Unit economics", "ue_tiles")
+    for name, path, title, key, expected in [*PAGES[1:], PAGES[0]]:
         link = browser.find_element(By.CSS_SELECTOR, f"[data-testid='stSidebarNav'] a[href='{server}/{path}']")
         t0 = time.perf_counter()
         link.click()
-        values, seconds = wait_for(browser, key, t0)
-        assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid='stException']"), name
+        seconds = wait_drawn(browser, title, key, t0)
+        assert not exceptions(browser), name
+        values = [e.get_attribute("textContent").strip()
+                  for e in browser.find_elements(By.CSS_SELECTOR, f".st-key-{key} [data-testid='stMetricValue']")]
         assert values and values[0] == expected(demo_home), f"{name}: headline {values[:1]!r}"
         TIMES.setdefault(name, {})["from_sidebar_s"] = round(seconds, 3)

@@ -82,7 +82,8 @@ def test_workbook_totals_are_formulas_that_give_the_run_totals(ledger, tmp_path)
     out.mkdir()
     cli("export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx"))
     wb = openpyxl.load_workbook(out / "run.xlsx")
-    assert wb.sheetnames == ["Lines", "By tenant", "By category", "Cost per success", "Provenance"]
+    assert wb.sheetnames == ["Summary", "By tenant", "By product", "By category", "Cost per success", "Lines",
+                             "Provenance"]
     assert wb["By tenant"]["C2"].value.startswith("=SUMPRODUCT(")
     assert all(wb[s].freeze_panes for s in wb.sheetnames)
     prov = {r[0]: r[1] for r in wb["Provenance"].iter_rows(min_row=2, values_only=True) if r[0]}
@@ -130,8 +131,7 @@ def test_workbook_cost_per_success_sheet_has_both_figures_as_formulas(tmp_path):
     assert ws["D2"].value == "=SUM(D3:D4)"                           # every tenant's successes
     assert ws["E2"].value == '=IF(D2=0,"undefined: no task with outcome success was decided in the period",C2/D2)'
     assert ws["G2"].value == f"all-in = {ALL_IN_DEFINITION}"
-    assert ws["C3"].value == (f"=SUMPRODUCT(('Lines'!$B$2:$B${n}=\"tenant\")*('Lines'!$C$2:$C${n}=$B3)"
-                              f"*'Lines'!$M$2:$M${n})")              # the tenant's own lines
+    assert ws["C3"].value == f"=SUMPRODUCT(EXACT('Lines'!$C$2:$C${n},$B3)*'Lines'!$M$2:$M${n})"  # the tenant's lines
     assert ws["E3"].value.endswith(",C3/D3)")
     assert [(ws[f"A{r}"].value, ws[f"B{r}"].value, ws[f"D{r}"].value, ws[f"G{r}"].value) for r in (3, 4)] == \
         [("own cost", "a", 3, f"own cost = {OWN_DEFINITION}"), ("own cost", "b", 2, f"own cost = {OWN_DEFINITION}")]
@@ -149,7 +149,7 @@ def test_workbook_cost_per_success_sheet_has_both_figures_as_formulas(tmp_path):
 
 @pytest.mark.store
 def test_lines_csv(ledger, tmp_path):
-    cli("export", "--period", "2026-10", "--csv", str(tmp_path / "lines.csv"))
+    cli("export", "--period", "2026-10", "--lines", str(tmp_path / "lines.csv"))
     rows = list(csv.DictReader(io.StringIO((tmp_path / "lines.csv").read_text(encoding="utf-8"))))
     assert len(rows) == ledger["lines"]
     assert sum(D(r["amount"]) for r in rows) == D("324.500000")
@@ -161,7 +161,7 @@ def test_lines_csv(ledger, tmp_path):
 def test_a_formula_tenant_is_inert_text_in_every_export(ledger, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    cli("export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx"), "--csv", str(out / "lines.csv"),
+    cli("export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx"), "--lines", str(out / "lines.csv"),
         "--focus", str(out / "focus.csv"))
 
     for name in ("lines.csv", "focus.csv"):
@@ -211,7 +211,8 @@ def test_a_formula_name_is_inert_in_the_budget_workbook_and_csv(tmp_path):
 
 @pytest.mark.store
 def test_export_needs_a_run_and_a_target(ledger_home, tmp_path):
-    r = runner.invoke(app, ["export", "--period", "2026-10", "--csv", str(tmp_path / "x.csv")])
+    r = runner.invoke(app, ["export", "--period", "2026-10", "--lines", str(tmp_path / "x.csv")])
     assert r.exit_code == 1 and "no allocation run" in r.stderr
     r = runner.invoke(app, ["export", "--period", "2026-10"])
-    assert r.exit_code == 1 and r.stderr.strip() == "give at least one of --xlsx FILE, --csv FILE, --focus FILE"
+    assert r.exit_code == 1 and r.stderr.strip() == ("give at least one of --xlsx FILE, --lines FILE, --focus FILE, or --csv (the lines "
+                                                     "on stdout)")

@@ -49,3 +49,37 @@ def test_a_positional_argument_shows_its_help():
     r = runner.invoke(app, ["ingest", "requests", "--help"], env={"COLUMNS": "160"})
     line = next(ln for ln in r.output.splitlines() if "FILES..." in ln and "files" in ln)
     assert "CSV, Parquet or JSON Lines files" in line
+
+
+def _shown(text: str) -> str:
+    """Help output with the panels' borders dropped and white space collapsed, so that a help text
+    wrapped over several lines of its panel reads as one line again."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+@pytest.mark.parametrize("path", commands(), ids=lambda p: " ".join(p) or "ledger")
+def test_every_option_and_argument_has_help_and_help_shows_it(path):
+    """Each parameter a command's help lists (hidden ones, the deprecated spellings, are not listed)
+    has a help text, and the rendered help shows it whole."""
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]
+    r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    assert r.exit_code == 0, r.output
+    shown = _shown(r.output)
+    for p in cmd.params:
+        if getattr(p, "hidden", False) or p.name == "help":
+            continue
+        what = "/".join(p.opts) if p.param_type_name == "option" else p.name.upper()
+        text = " ".join((getattr(p, "help", None) or "").split())
+        assert text, f"ledger {' '.join(path)}: {what} has no help text"
+        text = text.replace("\\[", "[")  # help is rich markup: a bracket shown as typed is escaped
+        assert text in shown, f"ledger {' '.join(path)} --help does not show the help of {what} ({text!r}):\n{r.output}"
+
+
+def test_a_hidden_deprecated_spelling_still_works_and_says_so(tmp_path):
+    """`budget forecast --scenarios` (now `--scenario`) is hidden from help, and accepted with a warning."""
+    r = runner.invoke(app, ["budget", "forecast", "--help"], env={"COLUMNS": "200"})
+    assert "--scenario " in r.output and "--scenarios" not in r.output
+    r = runner.invoke(app, ["budget", "forecast", str(tmp_path / "missing.toml"), "--scenarios", "base"])
+    assert "warning: --scenarios is deprecated: use --scenario" in r.stderr

@@ -348,7 +348,7 @@ def test_a_hundred_thousand_unknown_tenants_are_summarised_and_registered_in_bul
         fh.write(REQ + "\n")
         for i in range(n):
             fh.write(row(i, tenant=f"tenant-{i:06d}") + "\n")
-    lines = refused(ledger_home, "requests", f, f"{{f}}: tenant: {n} unknown tenants: tenant-000000, tenant-000001")
+    lines = refused(ledger_home, "requests", f, f"{{f}}:2: tenant: {n} unknown tenants: tenant-000000, tenant-000001")
     assert len(lines) == 1 and len(lines[0]) < 1000 and "and 99990 more" in lines[0]
     t = time.perf_counter()
     out = accepted("requests", f, "--register-new")

@@ -202,7 +202,7 @@ def _fields_are_safe(text: str) -> None:
 def test_formula_names_from_ingest_are_inert_text_in_every_csv_the_cli_writes(hostile, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    cli("export", "--period", PERIOD, "--csv", str(out / "lines.csv"), "--focus", str(out / "focus.csv"))
+    cli("export", "--period", PERIOD, "--lines", str(out / "lines.csv"), "--focus", str(out / "focus.csv"))
     stdout = {"unit_economics.csv": ("report", "unit-economics", "--period", PERIOD, "--csv"),
               "by_product.csv": ("report", "unit-economics", "--period", PERIOD, "--by", "product", "--csv"),
               "by_model.csv": ("report", "unit-economics", "--period", PERIOD, "--by", "model", "--csv"),
@@ -353,22 +353,22 @@ def test_an_export_onto_the_ledger_db_is_refused_and_the_ledger_still_works(host
     link.symlink_to(db)
     dotted = hostile.home / "facts" / ".." / "ledger.db"
     for target in (db, Path(str(db) + "-wal"), Path(str(db) + "-shm"), Path(str(db) + "-journal"), link, dotted):
-        for option in ("--csv", "--focus", "--xlsx"):
+        for option in ("--lines", "--focus", "--xlsx"):
             msg = refused("export", "--period", PERIOD, option, str(target))
             assert msg.startswith(f"refusing to write {target}: it is the ledger's own database file"), msg
     assert db.read_bytes()[:16] == b"SQLite format 3\x00"
     assert _report() == before  # the same run, the same numbers
     # nothing is written when one of several outputs is refused, checked before any work
     ok = tmp_path / "ok.xlsx"
-    refused("export", "--period", PERIOD, "--xlsx", str(ok), "--csv", str(db))
+    refused("export", "--period", PERIOD, "--xlsx", str(ok), "--lines", str(db))
     assert not ok.exists()
-    assert "are the same file" in refused("export", "--period", PERIOD, "--csv", str(ok), "--focus", str(ok))
+    assert "are the same file" in refused("export", "--period", PERIOD, "--lines", str(ok), "--focus", str(ok))
 
 
 @pytest.mark.store
 def test_an_export_onto_a_fact_file_is_refused_and_the_facts_stay(hostile, tmp_path):
     facts = hostile.home / "facts"
-    fact = sorted((facts / "requests").glob("*.parquet"))[0]
+    fact = sorted((facts / "requests").glob("month=*/*.parquet"))[0]
     digest = hashlib.sha256(fact.read_bytes()).hexdigest()
     before = _report()
     for target in (fact, facts / "requests" / "new.csv", facts / "lines.csv"):
@@ -432,7 +432,7 @@ def test_an_export_that_fails_while_writing_leaves_nothing_behind(hostile, tmp_p
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ledger.outputs.os, "fsync", full)
-    r = runner.invoke(app, ["export", "--period", PERIOD, "--csv", str(out / "lines.csv")])
+    r = runner.invoke(app, ["export", "--period", PERIOD, "--lines", str(out / "lines.csv")])
     assert r.exit_code == 1 and "cannot write the export" in r.stderr and "No space left" in r.stderr
     r = runner.invoke(app, ["export", "--period", PERIOD, "--focus", str(out / "focus.csv")])
     assert r.exit_code == 1

@@ -104,9 +104,9 @@ def test_requests_from_the_azure_trace(ledger_home, shared_data, tmp_path):
     full, _, _ = azure_requests_csv(shared_data, tmp_path / "azure_full.csv", 10**9)
     r = run("ingest", "requests", str(full))
     assert r.exit_code == 0, r.output
-    assert "19366 rows read, 17366 new, 2000 duplicate" in r.output
+    assert "19,366 rows read, 17,366 new, 2,000 duplicate" in r.output
     r = run("ingest", "requests", str(full))
-    assert "0 new, 19366 duplicate: already in the ledger, nothing added" in r.output
+    assert "0 new, 19,366 duplicate: already in the ledger, nothing added" in r.output
     assert count("requests") == 19366
 
 
@@ -184,7 +184,7 @@ def test_fact_files_written_before_the_new_columns_read_them_as_defaults(ledger_
     again = write(tmp_path / "again.csv", REQ_HEADER + ",cache_write_input_tokens,service_tier\n" + OK_ROW
                   + ",0,standard\n")
     r = run("ingest", "requests", str(again))
-    assert r.exit_code == 0 and "1 rows read, 0 new, 1 duplicate" in r.output, r.output
+    assert r.exit_code == 0 and "1 row read, 0 new, 1 duplicate" in r.output, r.output
 
 
 def test_csv_jsonl_and_parquet_are_the_same_facts(ledger_home, tmp_path):
@@ -263,7 +263,7 @@ CORPUS = [
       "reasoning_tokens, service_tier, status, ttft_ms, latency_ms, region, "
       "reported_cost, reported_currency)"]),
     ("unknown tenant", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,nobody,chat,m,p,,t1,10,0,5,ok\n",
-     ["{f}: tenant: unknown tenant: nobody (register with `ledger dims add tenant NAME` or `ledger dims import`, "
+     ["{f}:2: tenant: unknown tenant: nobody (register with `ledger dims add tenant nobody` or `ledger dims import`, "
       "or ingest with --register-new)"]),
     ("pool and provider", "requests", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,p,openai,t1,10,0,5,ok\n",
      ["{f}:2: pool: pool and provider are both set; a request is served by one of them"]),
@@ -348,7 +348,8 @@ def test_conflicting_duplicate_names_both_sources(ledger_home, tmp_path):
     r = run("ingest", "requests", str(b))
     assert r.exit_code == 1
     assert r.output.strip() == (f"{b}:3: request_id: 'r1' is already in batch {batch} (from {a}) with different "
-                                "content (a key must not change)")
+                                "content (a key must not change): to correct that row, undo its batch with "
+                                f"`ledger batches undo {batch}` and ingest the corrected file again")
     assert count("requests") == 1 and len(batches()) == 1
 
 
@@ -362,13 +363,13 @@ def test_duplicates_inside_one_file(ledger_home, tmp_path):
     r = run("ingest", "requests", str(other))
     assert r.exit_code == 1
     assert r.output.strip() == (f"{other}:3: request_id: 'r9' is already in {other}:2 with different content "
-                                "(a key must not change)")
+                                "(a key must not change): keep one of the two rows")
 
 
 def test_dry_run_writes_nothing(ledger_home, tmp_path):
     f = write(tmp_path / "a.csv", REQ_HEADER + "\n" + OK_ROW + "\n")
     r = run("ingest", "requests", str(f), "--dry-run", "--register-new")
-    assert r.exit_code == 0 and "dry run: 1 rows valid; nothing written" in r.output
+    assert r.exit_code == 0 and "dry run: 1 row valid; nothing written" in r.output
     assert batches() == [] and fact_files(ledger_home) == []
     with store.session() as s:
         assert store.dim_names(s, kind="tenant") == set()
@@ -383,8 +384,8 @@ def test_closed_period_is_refused_unless_booked_as_adjustment(ledger_home, tmp_p
     f = write(tmp_path / "late.csv", REQ_HEADER + "\n" + OK_ROW + "\nr2,2026-11-02T00:00:00Z,acme,chat,m,p,,t1,1,0,1,ok\n")
     r = run("ingest", "requests", str(f))
     assert r.exit_code == 1
-    assert r.output.strip() == (f"{f}: touches closed period 2026-10: refused (ingest with --as-adjustment to book "
-                                "it into the current open period)")
+    assert r.output.strip() == (f"{f}:2: occurred_at: touches closed period 2026-10: refused (ingest with "
+                                "--as-adjustment to book it into the current open period)")
     from datetime import datetime, timezone
     with store.session() as s:
         open_period = store.current_open_period(s)
@@ -677,7 +678,8 @@ def test_duplicates_inside_one_file_on_the_duckdb_sort(ledger_home, tmp_path, mo
     with pytest.raises(IngestError) as e:
         ingest("requests", [other])
     assert [str(p) for p in e.value.problems] == [
-        f"{other}:3: request_id: 'r9' is already in {other}:2 with different content (a key must not change)"]
+        f"{other}:3: request_id: 'r9' is already in {other}:2 with different content (a key must not change): "
+        "keep one of the two rows"]
 
 
 @pytest.mark.slow

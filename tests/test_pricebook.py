@@ -249,7 +249,7 @@ def test_cli_check_of_a_good_book(write):
     path = write("good", HEAD + price() + price(TOKEN_PRICE))
     result = runner.invoke(app, ["pricebook", "check", str(path)])
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "1 price books, 2 prices: no problems"
+    assert result.stdout.strip() == "1 price book, 2 prices: no problems"
 
 
 # ---- good books ---------------------------------------------------------------------------------

@@ -171,7 +171,7 @@ def test_the_plain_run_is_the_hand_worked_book(month):
 
 def test_reconcile_figures_priced_billed_variance_unmatched_and_drift(month):
     cli("ingest", "bill", str(BILL))
-    doc = json.loads(cli("reconcile", "--period", "2026-10", "--map", str(MAP), "--json"))
+    doc = json.loads(cli("reconcile", "--period", "2026-10", "--bill-map", str(MAP), "--json"))
     rows = {(r["kind"], r["name"]): r for r in doc["resources"]}
     pool = rows[("pool", "h100-chat")]
     # 10 × 38.528 = 385.28, and the correction -3.00: 382.28 against 550.40
@@ -209,10 +209,11 @@ def test_reconcile_figures_priced_billed_variance_unmatched_and_drift(month):
 
 def test_reconcile_table_and_csv_say_the_same(month):
     cli("ingest", "bill", str(BILL))
-    table = " ".join(cli("reconcile", "--period", "2026-10", "--map", str(MAP)).split())
-    assert "total: priced 559.40 · billed 394.03 · variance -165.37 (-29.56%)" in table
-    assert "run total 560.325 → trued up 394.955" in table
-    text = cli("reconcile", "--period", "2026-10", "--map", str(MAP), "--csv")
+    table = " ".join(cli("reconcile", "--period", "2026-10", "--bill-map", str(MAP)).split())
+    # the table: money at 2 decimals half to even (560.325 -> 560.32, 394.955 -> 394.96), shares at 1
+    assert "total: priced 559.40 · billed 394.03 · variance -165.37 (-29.6%)" in table
+    assert "run total 560.32 → trued up 394.96" in table
+    text = cli("reconcile", "--period", "2026-10", "--bill-map", str(MAP), "--csv")
     import csv
     import io
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -257,7 +258,7 @@ def test_true_up_books_variance_lines_that_sum_to_the_billed_total_exactly(month
                      "b": D("13.76") + D("3.60") + D("0.45") - D("4.023")}
     assert rep["unattributed"]["variance"] == "-149.008000"  # -151.308 + 2.30
     # reconciling the true-up run compares its priced lines, not its variance
-    again = json.loads(cli("reconcile", "--period", "2026-10", "--map", str(MAP), "--json"))
+    again = json.loads(cli("reconcile", "--period", "2026-10", "--bill-map", str(MAP), "--json"))
     assert again["run_true_up"] is True and again["total"]["variance"] == "-165.370000"
 
 
@@ -307,7 +308,7 @@ def test_true_up_refuses_a_period_without_a_bill_and_a_bad_map(month, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[[pools]]\npool = "p"\nResourceID = "x"\n[[categories]]\ncategory = "gpu"\nServiceName = "EC2"\n'
                    '[[providers]]\nprovider = "q"\n', encoding="utf-8")
-    out = " ".join(cli_fails("reconcile", "--period", "2026-10", "--map", str(bad)).split())
+    out = " ".join(cli_fails("reconcile", "--period", "2026-10", "--bill-map", str(bad)).split())
     assert f"{bad}: pools[1]: unknown key 'ResourceID'" in out
     assert f"{bad}: categories[1]: category 'gpu' is not one of tool, egress" in out
     assert f"{bad}: providers[1]: a rule needs at least one condition" in out
@@ -320,7 +321,7 @@ def test_true_up_refuses_a_period_without_a_bill_and_a_bad_map(month, tmp_path):
 def test_the_map_in_the_ledger_home_is_the_default(month, ledger_home):
     cli("ingest", "bill", str(BILL))
     out = cli_fails("reconcile", "--period", "2026-10")
-    assert "no bill map: name one with --map" in out
+    assert "no bill map: name one with --bill-map" in out
     shutil.copy(MAP, ledger_home / "bill-map.toml")
     doc = json.loads(cli("reconcile", "--period", "2026-10", "--json"))
     assert doc["total"]["variance"] == "-165.370000"
@@ -337,7 +338,7 @@ def test_rules_are_tried_pools_first_then_in_file_order(month, tmp_path):
         pool = "h100-chat"
         ResourceId = "arn:aws:ec2:*:instance/i-0a1b2c3d4e5f60718"
     """), encoding="utf-8")
-    doc = json.loads(cli("reconcile", "--period", "2026-10", "--map", str(m), "--json"))
+    doc = json.loads(cli("reconcile", "--period", "2026-10", "--bill-map", str(m), "--json"))
     rows = {(r["kind"], r["name"]): r for r in doc["resources"]}
     assert rows[("pool", "h100-chat")]["billed"] == "382.280000"  # the pool rule wins, though written last
     assert rows[("category", "storage")]["billed"] == "11.750000"  # 9.45 + 2.30 + 0: everything else
@@ -379,12 +380,12 @@ def test_a_bill_in_another_currency_is_converted_at_the_rate_in_force(month, tmp
         rows[12]["BillingCurrency"] = "EUR"  # 9.45 EUR of egress
     path = bill_with(tmp_path, "eur.csv", egress_in_euros)
     cli("ingest", "bill", str(path))
-    out = " ".join(cli_fails("reconcile", "--period", "2026-10", "--map", str(MAP)).split())
+    out = " ".join(cli_fails("reconcile", "--period", "2026-10", "--bill-map", str(MAP)).split())
     assert "bill rows in EUR: no FX rate in force for EUR->USD at 2026-10-01T00:00:00+00:00" in out
     (tmp_path / "fx").mkdir()
     (tmp_path / "fx" / "fx.toml").write_text(FX_BOOK, encoding="utf-8")
     cli("pricebook", "load", str(tmp_path / "fx"))
-    doc = json.loads(cli("reconcile", "--period", "2026-10", "--map", str(MAP), "--json"))
+    doc = json.loads(cli("reconcile", "--period", "2026-10", "--bill-map", str(MAP), "--json"))
     egress = next(r for r in doc["resources"] if r["name"] == "egress")
     assert egress["billed"] == "10.395000"  # 9.45 × 1.10
 
@@ -395,7 +396,7 @@ def test_two_versions_of_an_export_are_named_and_a_late_correction_counts_where_
     def restated(rows):
         rows[13]["EffectiveCost"] = rows[13]["BilledCost"] = "2.4"  # S3 restated: 2.30 -> 2.40
     cli("ingest", "bill", str(bill_with(tmp_path, "restated.csv", restated)))
-    doc = json.loads(cli("reconcile", "--period", "2026-10", "--map", str(MAP), "--json"))
+    doc = json.loads(cli("reconcile", "--period", "2026-10", "--bill-map", str(MAP), "--json"))
     assert doc["total"]["unmatched"] == "4.700000"  # both versions count, and the notes say so
     assert any(n.startswith("bill rows of AWS in this period come from batches ") for n in doc["notes"])
     with store.session() as s:
@@ -410,7 +411,7 @@ def test_two_versions_of_an_export_are_named_and_a_late_correction_counts_where_
     batch = json.loads(cli("ingest", "bill", str(path), "--as-adjustment", "--json"))
     period = batch["booked_period"]
     cli("allocate", "--period", period)
-    doc = json.loads(cli("reconcile", "--period", period, "--map", str(MAP), "--json"))
+    doc = json.loads(cli("reconcile", "--period", period, "--bill-map", str(MAP), "--json"))
     pool = next(r for r in doc["resources"] if r["name"] == "h100-chat")
     assert (pool["priced"], pool["billed"], pool["corrections"], pool["rows"]) == \
         ("0.000000", "-1.500000", "-1.500000", 1)

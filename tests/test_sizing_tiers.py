@@ -113,8 +113,8 @@ def test_size_tier_cli_table_and_json():
     out = runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
     assert [(c[0], c[1], c[8], c[9]) for c in cells] == [
-        ("interactive", "30%", "18", "72"), ("batch", "70%", "5", "20"), ("failure reserve", "", "1", "4"),
-        ("canary reserve", "", "1", "4"), ("sum", "100%", "25", "100")]
+        ("interactive", "30.0%", "18", "72"), ("batch", "70.0%", "5", "20"), ("failure reserve", "", "1", "4"),
+        ("canary reserve", "", "1", "4"), ("sum", "100.0%", "25", "100")]
     assert "tiers: interactive 30 % at 100 tok/s/user; batch 70 % at 20 tok/s/user" in out
     doc = json.loads(runner.invoke(app, args + ["--json"]).stdout)
     assert doc["mode"] == "tiers" and doc["xpyd"] is None

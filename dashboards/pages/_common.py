@@ -1,4 +1,5 @@
-"""What every dashboard page shares: the ledger it reads, cached loaders, babel formats, the run picker.
+"""What every dashboard page shares: the ledger it reads, cached loaders, the run and plan pickers, the
+formats of the sidebar's locale (from ``pages._formats``), and how tables and charts are shown.
 
 Loaders are cached per ledger (its DB URL is part of every key) and per run (runs are immutable,
 so a run's frames never go stale); the list of runs is re-read every few seconds. Sessions are
@@ -8,86 +9,26 @@ left out of the cache key, as Streamlit does for unhashable inputs.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from decimal import Decimal
-from functools import lru_cache
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 from babel import Locale, UnknownLocaleError
-from babel.numbers import format_currency, format_decimal, format_percent
+from pages._formats import DASH, Formats, chart_locale, formats
+from pages._widths import column_widths
 
 from ledger import dashboard as dd
-from ledger.money import quantize
 
 #: Locales offered in the sidebar; `ledger dashboard --locale` (LEDGER_DASHBOARD_LOCALE) adds its own.
 LOCALES = ("en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL", "sv_SE", "de_CH", "pt_BR", "ja_JP",
            "en_IN")
 LOCALE_ENV = "LEDGER_DASHBOARD_LOCALE"
-DASH = "—"
 
 
-# ---- formats (babel, built once per locale and currency) ---------------------------------------
-
-@dataclass(frozen=True)
-class Formats:
-    """Money, ratios and counts as `locale` writes them, money in `currency`."""
-
-    locale: str
-    currency: str
-
-    def money(self, d: Decimal | None) -> str:
-        """An amount at the currency's own decimals ($54,486.23; 54.486,23 $ in de_DE)."""
-        return DASH if d is None else format_currency(d, self.currency, locale=self.locale)
-
-    def unit_money(self, d: Decimal | None) -> str:
-        """A per-unit amount (cost per task, per 1M tokens): below one unit of the currency up to 4
-        decimals ($0.0967), else the currency's own ($31.18)."""
-        if d is None:
-            return DASH
-        if abs(d) >= 1:
-            return self.money(d)
-        q = quantize(d, Decimal("0.0001"))
-        q = q.quantize(Decimal(1)) if q == q.to_integral_value() else q.normalize()
-        return format_currency(q, self.currency, locale=self.locale, decimal_quantization=False)
-
-    def price(self, d: Decimal | None, currency: str) -> str:
-        """A price as booked, every decimal kept (a price book's $0.125 per 1M tokens stays $0.125)."""
-        if d is None:
-            return DASH
-        q = d.quantize(Decimal(1)) if d == d.to_integral_value() else d.normalize()
-        return format_currency(q, currency, locale=self.locale, decimal_quantization=False)
-
-    def pct(self, d: Decimal | None) -> str:
-        """A ratio as a percentage with one decimal (2.7%; 2,7 % in de_DE)."""
-        if d is None:
-            return DASH
-        return format_percent(d, format=_percent_pattern(self.locale), locale=self.locale)
-
-    def count(self, n: int | float | None) -> str:
-        return DASH if n is None or pd.isna(n) else format_decimal(int(n), locale=self.locale)
-
-    def number(self, x: float | Decimal | None, digits: int = 1) -> str:
-        if x is None or pd.isna(x):
-            return DASH
-        return format_decimal(round(Decimal(str(x)), digits), format="#,##0." + "0" * digits if digits else "#,##0",
-                              locale=self.locale)
-
-
-@lru_cache(maxsize=32)
-def _percent_pattern(locale: str) -> str:
-    """The locale's percent pattern with one decimal: ``#,##0.0%`` (en_US), ``#,##0.0 %`` (de_DE)."""
-    pattern = Locale.parse(locale).percent_formats[None].pattern.split(";")[0]
-    i = pattern.rfind("0")
-    return pattern[:i + 1] + ".0" + pattern[i + 1:] if i >= 0 else pattern
-
-
-@lru_cache(maxsize=32)
-def formats(locale: str, currency: str) -> Formats:
-    return Formats(locale, currency)
-
+# ---- formats: the locale chosen in the sidebar ---------------------------------------------------
 
 def default_locale() -> str:
     wanted = os.environ.get(LOCALE_ENV, "en_US")
@@ -173,6 +114,11 @@ def by_kind(_s, url: str, run_id: str) -> pd.DataFrame:
 @st.cache_data(max_entries=32, show_spinner=False)
 def unit_economics(_s, url: str, run_id: str, by: str) -> pd.DataFrame:
     return dd.unit_economics_frame(run_data(_s, url, run_id), by=by)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def without_product(_s, url: str, run_id: str) -> dict:
+    return dd.without_product(run_data(_s, url, run_id))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -299,6 +245,10 @@ def _comparison(_s, url: str, run_id: str, name: str, text: str, base_dir: str, 
     meta = {"month": c.month, "run_id": c.run_id, "currency": c.currency, "status": c.status,
             "run_price_books": list(c.price_books), "forecast_price_books": list(b.price_books),
             "priced_with": priced_with.where}
+    matching = getattr(c, "matching", None)  # what the plan and the run share (ledger.budget.matching)
+    meta["matching"] = None if matching is None else {
+        "complete": matching.complete, "warnings": list(matching.warnings()),
+        **{dim: list(getattr(matching, dim).matched) for dim in ("pools", "provider_models", "categories")}}
     return dd.comparison_frame(c), meta
 
 
@@ -322,12 +272,50 @@ def plan_of(source: PlanSource):
 
 # ---- display helpers ----------------------------------------------------------------------------
 
-def table(frame: pd.DataFrame, key: str, *, max_rows: int = 20, **kwargs) -> None:
+#: A number as the formats write it: a symbol, code or sign before it, digits with their marks, a
+#: symbol or unit after it (``$1,234.56``, ``54.486,23 $``, ``-2.7%``, ``30,098``, ``2.7 ~``).
+_NUMBER = re.compile(r"[^\d]{0,5}?(\d[\d.,'\u00a0\u202f ]*\d|\d)[^\d]{0,5}")
+
+
+def _numeric(values) -> bool:
+    """Every cell a formatted number (a dash or "undefined" aside): such a column is right-aligned."""
+    cells = [v for v in values if v not in (DASH, "", None) and not str(v).startswith("undefined")]
+    return bool(cells) and all(isinstance(v, str) and _NUMBER.fullmatch(v.removesuffix(" ~")) for v in cells)
+
+
+def table(frame: pd.DataFrame, key: str, *, max_rows: int = 20, help: dict[str, str] | None = None,
+          column_config: dict | None = None) -> None:
     """A read-only table in a container keyed `key` (tests and the browser find it by that key),
-    tall enough to show `max_rows` rows without scrolling."""
+    as wide as its container and tall enough to show `max_rows` rows without scrolling. Columns of
+    formatted numbers are right-aligned; `help` gives a column's header a tooltip (what a short
+    header means); a column whose widest cell the grid's sampling would miss gets the width that
+    holds it (:mod:`pages._widths`). The pages keep headers short and cells free of long prose,
+    so that every column shows at 1400 px."""
+    help = help or {}
+    widths = column_widths(frame)
+    config: dict = {}
+    for name in frame.columns:
+        align = "right" if _numeric(frame[name]) else None
+        if align or name in help or name in widths:
+            config[name] = st.column_config.Column(name, help=help.get(name), alignment=align, width=widths.get(name))
+    config.update(column_config or {})
     height = 38 + 35 * max(1, min(len(frame), max_rows)) + 2
     with st.container(key=key):
-        st.dataframe(frame, hide_index=True, height=height, **kwargs)
+        st.dataframe(frame, hide_index=True, height=height, width="stretch", column_config=config or None)
+
+
+def tables(frame: pd.DataFrame, key: str, *, per: int, **kwargs) -> None:
+    """A wide table as several: the first column, then at most `per` further columns each, keyed
+    `key`, `key_2`, ... (a tenant comparison of many tenants, a plan's twelve months)."""
+    first, rest = frame.columns[:1], list(frame.columns[1:])
+    for n, i in enumerate(range(0, max(1, len(rest)), per)):
+        table(frame[[*first, *rest[i:i + per]]], key if n == 0 else f"{key}_{n + 1}", **kwargs)
+
+
+def text_table(frame: pd.DataFrame, key: str) -> None:
+    """A table of words (provenance, book sources): a static table whose cells wrap, never cut."""
+    with st.container(key=key):
+        st.table(frame, hide_index=True)
 
 
 def floats(frame: pd.DataFrame, columns) -> pd.DataFrame:
@@ -338,6 +326,28 @@ def floats(frame: pd.DataFrame, columns) -> pd.DataFrame:
     return out
 
 
+#: Axis label formats (d3): money grouped with the currency's symbol, trailing zeros dropped.
+MONEY_AXIS = "$,.2~f"
+UNIT_AXIS = "$,.4~f"
+
+
+def money_axis(currency: str, title: str, *, unit: bool = False, **kwargs) -> alt.Axis:
+    """An axis of amounts in `currency`: its labels carry the currency symbol (``$2,500``), its
+    title names the currency (``cost (USD)``)."""
+    return alt.Axis(format=UNIT_AXIS if unit else MONEY_AXIS, title=f"{title} ({currency})", **kwargs)
+
+
+def chart(spec, currency: str, key: str | None = None) -> None:
+    """Show an Altair chart as wide as its container, its numbers in the sidebar's locale (decimal
+    mark, grouping, `currency`'s symbol before or after the amount)."""
+    spec = spec.configure(locale={"number": chart_locale(current_locale(), currency)})
+    if key is None:
+        st.altair_chart(spec, width="stretch")
+        return
+    with st.container(key=key):
+        st.altair_chart(spec, width="stretch")
+
+
 def stacked_bars(frame: pd.DataFrame, *, x: str, y: str, color: str, x_title: str, y_title: str,
                  currency: str) -> alt.Chart:
     """A stacked bar chart of an amount (tooltips show the exact amount formatted for the locale)."""
@@ -345,10 +355,11 @@ def stacked_bars(frame: pd.DataFrame, *, x: str, y: str, color: str, x_title: st
     data = floats(frame, [y])
     data["shown"] = frame[y].map(f.money)
     return (alt.Chart(data).mark_bar()
-            .encode(x=alt.X(f"{x}:T", title=x_title), y=alt.Y(f"{y}:Q", title=y_title, stack="zero"),
+            .encode(x=alt.X(f"{x}:T", title=x_title),
+                    y=alt.Y(f"{y}:Q", stack="zero", axis=money_axis(currency, y_title)),
                     color=alt.Color(f"{color}:N", title=color.replace("_", " ")),
                     tooltip=[alt.Tooltip(f"{x}:T", title=x_title), alt.Tooltip(f"{color}:N"),
-                             alt.Tooltip("shown:N", title=y_title)]))
+                             alt.Tooltip("shown:N", title=f"{y_title} ({currency})")]))
 
 
 def now_utc() -> datetime:

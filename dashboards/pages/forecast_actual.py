@@ -52,6 +52,18 @@ st.markdown(f"**{plan.name}**, scenario **{scenario}**, month **{meta['month']}*
             f"`{meta['run_id']}` · {meta['currency']} · sizing {badge} · forecast priced with "
             f"{meta['priced_with']}")
 
+matching = meta.get("matching")
+if matching is not None:
+    with st.container(key="fa_matching"):
+        shared = "; ".join(f"{words}: {', '.join(matching[dim]) or 'none'}" for dim, words in
+                           (("pools", "pools"), ("provider_models", "provider models"), ("categories", "categories")))
+        if matching["complete"]:
+            st.caption(f"The plan and the run name the same things. In both: {shared}.")
+        else:
+            st.warning("**Only part of the plan matches the run**: what one side has alone is compared with 0.\n\n"
+                       + "\n".join(f"- {w}" for w in matching["warnings"]) + f"\n\nIn both: {shared}.",
+                       icon=":material/warning:")
+
 with st.container(key="fa_tiles", horizontal=True):
     st.metric("Forecast", f.money(total["forecast"]), border=True)
     st.metric("Actual", f.money(total["actual"]), border=True, help="The run's total: every line of the allocation.")
@@ -75,12 +87,12 @@ long = pd.concat([present.assign(side="forecast", amount=present["forecast"]),
 chart = ui.floats(long[["key", "side", "amount"]], ["amount"])
 chart["shown"] = long["amount"].map(f.money).to_numpy()
 st.subheader("Per category")
-with st.container(key="fa_chart"):
-    st.altair_chart(alt.Chart(chart).mark_bar().encode(
-        y=alt.Y("key:N", title=None, sort=list(present["key"])), x=alt.X("amount:Q", title=meta["currency"]),
-        yOffset=alt.YOffset("side:N", sort=["forecast", "actual"]),
-        color=alt.Color("side:N", sort=["forecast", "actual"], title=None),
-        tooltip=["key:N", "side:N", alt.Tooltip("shown:N", title="amount")]), width="stretch")
+ui.chart(alt.Chart(chart).mark_bar().encode(
+    y=alt.Y("key:N", title=None, sort=list(present["key"])),
+    x=alt.X("amount:Q", axis=ui.money_axis(meta["currency"], "cost")),
+    yOffset=alt.YOffset("side:N", sort=["forecast", "actual"]),
+    color=alt.Color("side:N", sort=["forecast", "actual"], title=None),
+    tooltip=["key:N", "side:N", alt.Tooltip("shown:N", title="amount")]), meta["currency"], key="fa_chart")
 ui.table(shown(categories, "category"), "fa_categories")
 st.subheader("Per pool (GPU)")
 ui.table(shown(frame[frame["dimension"] == "pool"], "pool"), "fa_pools")

@@ -64,10 +64,23 @@ with st.container(key="pb_tiles", horizontal=True):
     st.metric("Meters priced", f.count(len(meters)), border=True)
 
 
-def prices_table(frame: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
+ANY = "*"
+
+
+def span(start, end) -> str:
+    """When a price is in force: ``2025-09-29 →`` (open-ended) or ``2023-07-26 → 2025-06-01`` (end
+    exclusive); a time of day only when it is not midnight UTC."""
+    def day(d) -> str:
+        return d.strftime("%Y-%m-%d %H:%M" if (d.hour, d.minute) != (0, 0) else "%Y-%m-%d")
+    return f"{day(start)} →" + ("" if end is None or pd.isna(end) else f" {day(end)}")
+
+
+def prices_table(frame: pd.DataFrame, *, versions: bool = False) -> pd.DataFrame:
+    """Prices as the page shows them, each book with its version when `versions`. A column that
+    says nothing for these rows (every cell empty, or every cell the wildcard `*`) is left out."""
+    full = pd.DataFrame({
         "meter": frame["meter"], "sku": frame["sku"], "region": frame["region"],
-        "purchase option": frame["purchase_option"], "provider": frame["provider"],
+        "option": frame["purchase_option"], "provider": frame["provider"],
         "price": [f.price(p, c) for p, c in zip(frame["price"], frame["currency"], strict=True)],
         "per": frame["per"],
         "as written": [f.price(w, c) if w != p else "" for p, w, c in
@@ -75,18 +88,61 @@ def prices_table(frame: pd.DataFrame) -> pd.DataFrame:
         "upfront": [f.price(u, c) if u is not None and not pd.isna(u) else "" for u, c in
                     zip(frame["upfront"], frame["currency"], strict=True)],
         "tiers": frame["tiers"],
-        "from": frame["effective_from"].map(stamp),
-        "to (exclusive)": frame["effective_to"].map(stamp),
-        "book": version_of(frame), "source": frame["source_url"]})
+        "in force": [span(a, b) for a, b in zip(frame["effective_from"], frame["effective_to"], strict=True)],
+        "book": version_of(frame) if versions else frame["book"], "source": frame["source_url"]})
+    silent = [c for c in full.columns if len(full) and full[c].isin(["", ANY]).all()]
+    return full.drop(columns=silent)
 
 
-ui.table(prices_table(shown), "pb_in_force",
-         column_config={"source": st.column_config.LinkColumn("source", display_text="source")})
+HELP = {"option": "purchase option: on_demand, reserved, spot, capacity_block, or a service tier; * = any",
+        "as written": "the price as the book wrote it, when the book's currency or unit differs",
+        "upfront": "paid once for the term (a reserved instance)",
+        "tiers": "the price above a number of input tokens per request",
+        "in force": "from (inclusive) → to (exclusive), UTC; no end: open-ended",
+        "book": "the book the price comes from (its version in force: Book versions below)"}
+LINK = {"source": st.column_config.LinkColumn("source", display_text="source")}
+
+
+def booked_notes(frame: pd.DataFrame) -> list[str]:
+    """How the prices with an upfront amount, or written otherwise than shown, were booked."""
+    notes = []
+    for r in frame.itertuples():
+        upfront = r.upfront is not None and not pd.isna(r.upfront)
+        if upfront or r.list_price != r.price:
+            what = " ".join(x for x in (r.sku, r.region, r.purchase_option) if x != ANY)
+            notes.append(f"{what}: {f.price(r.price, r.currency)} per {r.per}, written as "
+                         f"{f.price(r.list_price, r.currency)} per {r.per}"
+                         + (f" + {f.price(r.upfront, r.currency)} upfront for {r.term}" if upfront else ""))
+    return notes
+
+
+def price_tables(frame: pd.DataFrame, key: str) -> None:
+    """One table per meter (its rows share a unit and most identity columns), in a container keyed
+    `key`; an upfront amount or a price written otherwise is said under the table."""
+    with st.container(key=key):
+        for name, rows in frame.groupby("meter", sort=True):
+            shown = prices_table(rows).drop(columns=["meter", "as written", "upfront"], errors="ignore")
+            wildcards = [c for c in ("region", "option", "provider") if c not in shown.columns]
+            st.markdown(f"**{name}**" + (f" · {', '.join(wildcards)}: any" if wildcards else ""))
+            ui.table(shown, f"{key}_{name}", max_rows=25, help=HELP,
+                     column_config=LINK if "source" in shown.columns else None)
+            notes = booked_notes(rows)
+            if notes:
+                st.caption("  \n".join(notes).replace("$", "\\$"))
+
+
+price_tables(shown, "pb_in_force")
 
 # ---- each price's history -----------------------------------------------------------------------
+@st.cache_data(ttl=30, max_entries=8, show_spinner=False)
+def price_counts(books_key: tuple, _books) -> tuple[list, dict]:
+    """Every price key of the books and how many prices each has had (re-read with the books)."""
+    keys = dd.price_keys(_books)
+    return keys, {k: len(dd.price_history_frame(_books, k)) for k in keys}
+
+
 st.subheader("History of a price")
-keys = dd.price_keys(books.books)
-counts = {k: len(dd.price_history_frame(books.books, k)) for k in keys}
+keys, counts = price_counts((books.source, tuple(b.ref for b in books.books)), books.books)
 first = next((k for k in keys if k[0] == "gpu_time" and counts[k] > 1), keys[0])
 key = st.selectbox("Price (meter · sku · region · purchase option · provider)", keys, index=keys.index(first),
                    format_func=lambda k: " · ".join(k) + f"  ({counts[k]} price{'s' if counts[k] != 1 else ''})",
@@ -114,14 +170,19 @@ with st.container(key="pb_timeline"):
     st.altair_chart(bars + labels + rule, width="stretch")
 st.caption("Bars run from `effective_from` to `effective_to` (end exclusive); an open-ended price runs to the "
            "right edge. The dashed line is the date chosen above.")
-ui.table(prices_table(history), "pb_history",
-         column_config={"source": st.column_config.LinkColumn("source", display_text="source")})
+ui.table(prices_table(history, versions=True).drop(columns=["meter", "sku", "region", "option", "provider"],
+                                                   errors="ignore"),
+         "pb_history", help=HELP, column_config=LINK)
 
 # ---- book versions and `pricebook check` --------------------------------------------------------
 st.subheader("Book versions")
 versions = dd.books_frame(books.books)
-versions["in_force"] = versions["in_force"].map({True: "in force", False: "superseded"})
-ui.table(versions, "pb_books")
+ui.text_table(pd.DataFrame({
+    "book": versions["book"], "version": versions["version"],
+    "status": versions["in_force"].map({True: "in force", False: "superseded"}), "currency": versions["currency"],
+    "prices": versions["prices"].map(f.count), "FX rates": versions["fx_rates"].map(f.count),
+    "retrieved": versions["retrieved_at"].map(lambda d: "" if d is None or pd.isna(d) else f"{d:%Y-%m-%d}"),
+    "source": versions["source"]}), "pb_books")
 
 st.subheader("`ledger pricebook check`")
 SHIPPED, LOADED, UPLOAD = "the shipped price books", "the books loaded in the ledger", "price book files I upload"
@@ -150,4 +211,4 @@ with st.container(key="pb_check"):
             st.success(summary, icon=":material/check_circle:")
         else:
             st.warning(summary, icon=":material/warning:")
-            st.dataframe(findings, hide_index=True)
+            st.table(findings, hide_index=True)

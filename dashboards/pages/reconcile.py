@@ -89,35 +89,37 @@ if not billed.empty:
     long["resource"] = long["kind"] + " " + long["name"]
     chart = ui.floats(long[["resource", "side", "amount"]], ["amount"])
     chart["shown"] = long["amount"].map(f.money).to_numpy()
-    with st.container(key="rc_chart"):
-        st.altair_chart(alt.Chart(chart).mark_bar().encode(
-            y=alt.Y("resource:N", title=None), x=alt.X("amount:Q", title=tot["currency"]),
-            yOffset=alt.YOffset("side:N", sort=["priced", "billed"]),
-            color=alt.Color("side:N", sort=["priced", "billed"], title=None),
-            tooltip=["resource:N", "side:N", alt.Tooltip("shown:N", title="amount")]), width="stretch")
+    ui.chart(alt.Chart(chart).mark_bar().encode(
+        y=alt.Y("resource:N", title=None), x=alt.X("amount:Q", axis=ui.money_axis(tot["currency"], "cost")),
+        yOffset=alt.YOffset("side:N", sort=["priced", "billed"]),
+        color=alt.Color("side:N", sort=["priced", "billed"], title=None),
+        tooltip=["resource:N", "side:N", alt.Tooltip("shown:N", title="amount")]), tot["currency"], key="rc_chart")
 ui.table(pd.DataFrame({
     "resource": resources["kind"] + " " + resources["name"], "priced": resources["priced"].map(f.money),
     "billed": resources["billed"].map(money_or_dash), "difference": resources["difference"].map(money_or_dash),
     "share": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
               for v, why in zip(resources["share"], resources["undefined_because"], strict=True)],
-    "corrections": resources["corrections"].map(money_or_dash), "rows": resources["rows"]}), "rc_resources")
+    "corrections": resources["corrections"].map(money_or_dash), "rows": resources["rows"].map(f.count)}),
+    "rc_resources")
 
 st.subheader("Unmatched bill rows")
 if unmatched.empty:
     st.caption("Every bill row of the period is placed by a rule.")
 else:
     ui.table(pd.DataFrame({**{c: unmatched[c].fillna("") for c in dr.UNMATCHED_COLUMNS[:5]},
-                           "rows": unmatched["rows"], "effective cost": unmatched["effective_cost"].map(f.money),
+                           "rows": unmatched["rows"].map(f.count),
+                           "effective cost": unmatched["effective_cost"].map(f.money),
                            "billed cost": unmatched["billed_cost"].map(f.money)}), "rc_unmatched")
 
 st.subheader("Reported cost vs the book, per model")
 if drift.empty:
     st.caption("No provider request of the period carries a reported cost (a gateway's or tracer's own cost).")
 else:
-    ui.table(pd.DataFrame({"provider": drift["provider"], "model": drift["model"], "requests": drift["requests"],
-                           "ours (book)": drift["ours"].map(f.unit_money),
-                           "reported": drift["reported"].map(f.unit_money),
-                           "difference": drift["difference"].map(f.unit_money),
+    ui.table(pd.DataFrame({"provider": drift["provider"], "model": drift["model"],
+                           "requests": drift["requests"].map(f.count),
+                           "ours (book)": f.unit_column(drift["ours"]),
+                           "reported": f.unit_column(drift["reported"]),
+                           "difference": f.unit_column(drift["difference"]),
                            "share": [f.pct(v) if v is not None and not pd.isna(v) else "undefined"
                                      for v in drift["share"]]}), "rc_drift")
 for note in tot["notes"]:

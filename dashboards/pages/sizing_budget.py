@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _sizing as sz
 
 from ledger import dashboard as dd
 from ledger.budget import BudgetError
@@ -17,95 +18,46 @@ from ledger.sizing import DRAFT, FORMATS, Reserves, SizingError, SizingRequest
 st.title("Sizing and budget")
 state = ui.ledger_state()
 books = ui.price_books(state)
-sizing_tab, budget_tab = st.tabs(["SLA-first sizing", "Budget from a plan"])
+# only the open tab runs (a click on the other reruns the page): the page answers for what it shows
+sizing_tab, budget_tab = st.tabs(["SLA-first sizing", "Budget from a plan"], key="sz_tab", on_change="rerun")
 
-NOT_PRICED = "(not priced)"
 SOURCES = ["a plan's pool", "anchors", "upload result files"]
 # Measured: Llama-3.3-70B bf16 on 4xH200, SGLang bench_serving (datacrunch-research/h200-benchmarks),
 # concurrency:tok/s/user. Anchors carry no aggregate throughput: c* x tok/s/user is used instead.
 DEFAULT_ANCHORS = "7.8:73.32,17.1:67.43,51.6:51.49"
-
-
-def choose(container, label: str, options: list, key: str, default=None, **kwargs):
-    """A selectbox whose kept value is dropped when it is no longer an option (e.g. another device)."""
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default in options else options[0]
-    return container.selectbox(label, options, key=key, **kwargs)
-
-
-def measured_slas(curve) -> str:
-    """SLAs at which each measured point just qualifies (its tok/s/user, rounded down), at most 8."""
-    values = sorted({int(p.tok_s_user) for p in curve.points if p.tok_s_user >= 1})
-    if len(values) > 8:
-        step = (len(values) - 1) / 7
-        values = sorted({values[round(i * step)] for i in range(8)})
-    return ",".join(str(v) for v in values)
-
-
-def apply_pool(pool) -> None:
-    """Take the plan pool's parameters (TPM, SLAs, replica size, util, reserves, device and price key)."""
-    own = [pool.sla] if pool.sla is not None else [t.sla for t in pool.tiers]  # a tiered pool: its tiers' SLAs
-    slas = sorted({*(float(x) for x in measured_slas(pool.curve).split(",") if x), *(float(v) for v in own)})
-    st.session_state.update({
-        "sz_tpm": float(pool.tpm), "sz_gpr": int(pool.gpus_per_replica), "sz_util": float(pool.util),
-        "sz_failure": pool.reserves.failure, "sz_canary": pool.reserves.canary, "sz_warm": pool.reserves.warm,
-        "sz_interpolate": pool.interpolate, "sz_repair": pool.repair, "sz_ttft": float(pool.ttft_ms or 0),
-        "sz_device": pool.device, "sz_region": pool.region, "sz_option": pool.purchase_option,
-        "sz_slas": ",".join(f"{v:g}" for v in slas)})
-
-
-def apply_curve(curve) -> None:
-    """Defaults for a curve that comes without a plan: its replica size and its measured SLAs."""
-    st.session_state.update({
-        "sz_tpm": 300000.0, "sz_gpr": int(curve.context.gpus_per_replica or 1), "sz_util": 0.7, "sz_failure": 0,
-        "sz_canary": 0, "sz_warm": 0, "sz_interpolate": False, "sz_repair": False, "sz_ttft": 0.0,
-        "sz_slas": measured_slas(curve)})
-
-
-def plan_pools(name: str):
-    plans = {p.name: p for p in dd.example_plans()}
-    path = plans[name]
-    plan = ui.plan_of(ui.PlanSource(name, path.read_text(encoding="utf-8"), str(path.parent)))
-    return {p.name: p for p in plan.pools}
-
-
-def on_plan() -> None:
-    """Another plan: its first pool, with that pool's parameters."""
-    pools = plan_pools(st.session_state["sz_plan"])
-    if pools:
-        first = next(iter(pools.values()))
-        st.session_state["sz_pool"] = first.name
-        apply_pool(first)
-
-
-def on_pool() -> None:
-    apply_pool(plan_pools(st.session_state["sz_plan"])[st.session_state["sz_pool"]])
+NOT_PRICED = sz.NOT_PRICED
 
 
 # ================================================================================================
-with sizing_tab:
+def sizing() -> None:
+    """SLA-first sizing: a curve, the parameters, a price; the result as `ledger size` gives it."""
     st.caption("The SLA (output tok/s per user) picks the concurrency c*, c* the replica throughput, that the "
-               "replicas and GPUs: DESIGN §5, the same engine as `ledger size`.")
+               "replicas and GPUs: the same engine as `ledger size` (docs/sizing.md).")
     setup, result_col = st.columns([2, 3], gap="large")
     curve = None
     pool = None
+    identity: tuple = ("plan",)
     with setup:
-        source = st.radio("Curve", SOURCES, key="sz_source", horizontal=True)
+        source = st.radio("Curve", SOURCES, key="sz_source", horizontal=True,
+                          help="Picking another curve source starts its inputs afresh: a plan's pool brings its own "
+                               "parameters; anchors and uploaded files start from `ledger size`'s defaults.")
         try:
             if source == SOURCES[0]:
                 examples = [p.name for p in dd.example_plans()]
                 if not examples:
                     st.info("No example plan ships in `examples/` here: use anchors or upload result files.")
                 else:
-                    plan_name = st.selectbox("Plan", examples, key="sz_plan", on_change=on_plan)
-                    pools = plan_pools(plan_name)
+                    plan_name = st.selectbox("Plan", examples, key="sz_plan", on_change=sz.on_plan)
+                    pools = sz.plan_pools(plan_name)
                     if not pools:
                         st.info(f"{plan_name} has no self-hosted pool: use anchors or upload result files.")
                     else:
-                        pool_name = st.selectbox("Pool", list(pools), key="sz_pool", on_change=on_pool)
+                        pool_name = st.selectbox("Pool", list(pools), key="sz_pool")
                         pool = pools[pool_name]
                         curve = pool.curve
+                        identity = ("plan", plan_name, pool_name)
             elif source == SOURCES[1]:
+                identity = ("anchors",)
                 text = st.text_input("Anchors (concurrency:tok/s/user, ...)", value=DEFAULT_ANCHORS, key="sz_anchors",
                                      help="Measured points only. The default: Llama-3.3-70B bf16 on 4xH200, SGLang "
                                           "(datacrunch-research/h200-benchmarks).")
@@ -119,6 +71,7 @@ with sizing_tab:
                 fmt_col, sel_col = st.columns(2)
                 fmt = fmt_col.selectbox("Format", list(FORMATS), key="sz_format")
                 select = sel_col.text_input("Pick a curve (piece of its source, model or workload)", key="sz_select")
+                identity = ("upload", tuple((f.name, f.size) for f in files or ()), fmt, select)
                 if files:
                     curve = dd.curve_from_files([(f.name, f.getvalue()) for f in files], fmt=fmt, select=select)
                 else:
@@ -127,30 +80,24 @@ with sizing_tab:
             ui.show_problems(e.problems, title="This curve cannot be read")
             curve = None
 
-        if "sz_tpm" not in st.session_state:  # first visit (or back from another page): a starting point
-            if pool is not None:
-                apply_pool(pool)
-            elif curve is not None:
-                apply_curve(curve)
-            else:
-                st.session_state.update({"sz_tpm": 300000.0, "sz_gpr": 1, "sz_util": 0.7, "sz_slas": "50"})
+        sz.follow_source(identity, pool=pool, curve=curve)
         a, b = st.columns(2)
         tpm = a.number_input("TPM (output tokens per minute)", min_value=1.0, step=10000.0, format="%.0f", key="sz_tpm")
         gpr = b.number_input("GPUs per replica", min_value=1, step=1, key="sz_gpr")
         slas_text = st.text_input("SLAs (tok/s per user, comma-separated)", key="sz_slas")
         if curve is not None and st.button("SLAs at the measured points", key="sz_slas_measured"):
-            st.session_state["sz_slas"] = measured_slas(curve)
+            st.session_state["sz_slas"] = sz.measured_slas(curve)
             st.rerun()
         util = st.slider("Planned utilization of replica throughput", min_value=0.05, max_value=1.0, step=0.05,
                          key="sz_util")
         r1, r2, r3 = st.columns(3)
-        failure = r1.number_input("Failure reserve (replicas)", min_value=0, step=1, key="sz_failure")
-        canary = r2.number_input("Canary (replicas)", min_value=0, step=1, key="sz_canary")
-        warm = r3.number_input("Warm reserve (replicas)", min_value=0, step=1, key="sz_warm")
-        o1, o2 = st.columns(2)
-        interpolate = o1.checkbox("Interpolate between points (DRAFT)", key="sz_interpolate")
-        repair = o1.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
-        ttft = o2.number_input("TTFT limit at c*, ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
+        failure = r1.number_input("Failure reserve", min_value=0, step=1, key="sz_failure",
+                                  help="Failover replicas (N+K).")
+        canary = r2.number_input("Canary", min_value=0, step=1, key="sz_canary", help="Canary replicas.")
+        warm = r3.number_input("Warm reserve", min_value=0, step=1, key="sz_warm", help="Warm reserve replicas.")
+        interpolate = st.checkbox("Interpolate between points (DRAFT)", key="sz_interpolate")
+        repair = st.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
+        ttft = st.number_input("TTFT limit at c*, ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
 
         st.markdown("**Price** (GPU-time in force, from " + books.where + ")")
         p1, p2 = st.columns(2)
@@ -159,16 +106,17 @@ with sizing_tab:
         at = datetime.combine(day, time(0), tzinfo=timezone.utc)
         gpu_prices = dd.gpu_prices_frame(books.books, at)
         devices = [NOT_PRICED, *sorted(gpu_prices["device"].unique())]
-        d1, d2, d3 = st.columns(3)
-        device = choose(d1, "Device", devices, "sz_device", default=pool.device if pool else NOT_PRICED)
+        device = sz.choose(st, "Device", devices, "sz_device", default=pool.device if pool else NOT_PRICED)
         of_device = gpu_prices[gpu_prices["device"] == device]
         regions = sorted(of_device["region"].unique()) or ["*"]
-        region = choose(d2, "Region", regions, "sz_region", default=pool.region if pool else None,
-                        disabled=device == NOT_PRICED)
+        d2, d3 = st.columns(2)
+        region = sz.choose(d2, "Region", regions, "sz_region", default=pool.region if pool else None,
+                           disabled=device == NOT_PRICED)
         options = sorted(of_device[of_device["region"] == region]["purchase_option"].unique()) or ["*"]
-        option = choose(d3, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
-                        disabled=device == NOT_PRICED)
+        option = sz.choose(d3, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
+                           disabled=device == NOT_PRICED)
 
+    result = None
     with result_col:
         problems = []
         slas: list[float] = []
@@ -184,7 +132,6 @@ with sizing_tab:
             hours = to_decimal(hours_text, what="hours per month")
         except MoneyError as e:
             problems.append(str(e))
-        result = None
         if curve is None:
             st.info("Choose a curve to size with.")
         elif problems:
@@ -224,38 +171,46 @@ with sizing_tab:
                 st.metric("c* (requests in flight per replica)",
                           f.number(focus["c_star"], 1) + ("" if focus["c_star_measured"] else " ~"), border=True)
             st.code("\n".join(dd.sizing_context(result)), language=None, wrap_lines=True)
-            shown = pd.DataFrame({
-                "SLA tok/s/user": frame["sla_tok_s_user"].map(lambda v: f.number(v, 1)),
-                "c*": [f.number(c, 1) + ("" if m else " ~")
-                       for c, m in zip(frame["c_star"], frame["c_star_measured"], strict=True)],
-                "tok/s/user at c*": frame["tok_s_user"].map(lambda v: f.number(v, 1)),
-                "replica output tok/s": frame["replica_output_tok_s"].map(lambda v: f.number(v, 1)),
-                "basis": frame["throughput_basis"], "limited by": frame["limited_by"],
-                "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(frame["replicas_serving"],
-                                                                         frame["replicas_reserve"], strict=True)],
-                "GPUs": frame["gpus"].map(f.count),
-                f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
-                "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
-            })
-            ui.table(shown, "sz_table")
-            chart = ui.floats(frame, ["monthly_cost"]) if result.pricing else frame.assign(monthly_cost=None)
-            base = alt.Chart(chart).encode(x=alt.X("sla_tok_s_user:Q", title="SLA (output tok/s per user)"))
-            gpus = base.mark_line(point=True, color="#1f77b4").encode(
-                y=alt.Y("gpus:Q", title="GPUs", axis=alt.Axis(titleColor="#1f77b4")),
-                tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"), alt.Tooltip("gpus:Q", title="GPUs")])
-            layers = [gpus]
-            if result.pricing:
-                layers.append(base.mark_line(point=True, strokeDash=[4, 3], color="#d62728").encode(
-                    y=alt.Y("monthly_cost:Q", title=f"{currency}/month", axis=alt.Axis(titleColor="#d62728")),
-                    tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"),
-                             alt.Tooltip("monthly_cost:Q", title=f"{currency}/month", format=",.2f")]))
-            with st.container(key="sz_chart"):
-                st.altair_chart(alt.layer(*layers).resolve_scale(y="independent"), width="stretch")
-            with st.expander("Measured points of the curve"):
-                st.dataframe(dd.curve_points_frame(result.curve), hide_index=True)
+
+    if result is not None:  # the table and the chart take the page's whole width
+        shown = pd.DataFrame({
+            "SLA tok/s/user": frame["sla_tok_s_user"].map(lambda v: f.number(v, 1)),
+            "c*": [f.number(c, 1) + ("" if m else " ~")
+                   for c, m in zip(frame["c_star"], frame["c_star_measured"], strict=True)],
+            "tok/s/user at c*": frame["tok_s_user"].map(lambda v: f.number(v, 1)),
+            "replica output tok/s": frame["replica_output_tok_s"].map(lambda v: f.number(v, 1)),
+            "basis": frame["throughput_basis"], "limited by": frame["limited_by"],
+            "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(frame["replicas_serving"],
+                                                                     frame["replicas_reserve"], strict=True)],
+            "GPUs": frame["gpus"].map(f.count),
+            f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
+            "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
+        })
+        ui.table(shown, "sz_table", help={"c*": "requests in flight per replica at the SLA (~: between measured "
+                                                "points, DRAFT)", "replicas": "serving + reserve replicas",
+                                          "capacity tok/GPU-s": "output tokens per GPU-second at c*"})
+        chart = ui.floats(frame, ["monthly_cost"]) if result.pricing else frame.assign(monthly_cost=None)
+        base = alt.Chart(chart).encode(x=alt.X("sla_tok_s_user:Q", title="SLA (output tok/s per user)"))
+        gpus = base.mark_line(point=True, color="#1f77b4").encode(
+            y=alt.Y("gpus:Q", title="GPUs", axis=alt.Axis(titleColor="#1f77b4")),
+            tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"), alt.Tooltip("gpus:Q", title="GPUs")])
+        layers = [gpus]
+        if result.pricing:
+            layers.append(base.mark_line(point=True, strokeDash=[4, 3], color="#d62728").encode(
+                y=alt.Y("monthly_cost:Q", axis=ui.money_axis(currency, "cost per month", titleColor="#d62728")),
+                tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"),
+                         alt.Tooltip("monthly_cost:Q", title=f"cost per month ({currency})", format="$,.2f")]))
+        ui.chart(alt.layer(*layers).resolve_scale(y="independent"), currency, key="sz_chart")
+        with st.expander("Measured points of the curve"):
+            points = dd.curve_points_frame(result.curve)
+            ui.table(pd.DataFrame({"concurrency": points["concurrency"].map(lambda v: f.number(v, 2)),
+                                   "tok/s/user": points["tok_s_user"].map(lambda v: f.number(v, 2)),
+                                   "output tok/s": points["output_tok_s"].map(lambda v: f.number(v, 1)),
+                                   "TTFT ms": points["ttft_ms"].map(lambda v: f.number(v, 1))}), "sz_points")
 
 # ================================================================================================
-with budget_tab:
+def budget() -> None:
+    """A plan priced month by month per scenario, as `ledger budget PLAN`."""
     st.caption("A plan priced month by month with the prices in force, per scenario: the same as "
                "`ledger budget PLAN`. Sizing runs SLA-first for every pool and month.")
     source = ui.pick_plan("bg")
@@ -284,13 +239,12 @@ with budget_tab:
         chart = ui.floats(months, ["total"])
         chart["month"] = pd.to_datetime(chart["month"] + "-01")
         chart["shown"] = months["total"].map(f.money)
-        with st.container(key="bg_chart"):
-            st.altair_chart(alt.Chart(chart).mark_line(point=True).encode(
-                x=alt.X("month:T", title="month", axis=alt.Axis(format="%Y-%m")),
-                y=alt.Y("total:Q", title=f"cost per month ({b.currency})"),
-                color=alt.Color("scenario:N", sort=list(picked)),
-                tooltip=["scenario:N", alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip("shown:N", title="total")]),
-                width="stretch")
+        ui.chart(alt.Chart(chart).mark_line(point=True).encode(
+            x=alt.X("month:T", title="month", axis=alt.Axis(format="%Y-%m")),
+            y=alt.Y("total:Q", axis=ui.money_axis(b.currency, "cost per month")),
+            color=alt.Color("scenario:N", sort=list(picked)),
+            tooltip=["scenario:N", alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip("shown:N", title="total")]),
+            b.currency, key="bg_chart")
         wide = months.pivot(index="month", columns="scenario", values="total").reset_index()
         st.subheader("Month by month")
         ui.table(pd.DataFrame({"month": wide["month"], **{s: wide[s].map(f.money) for s in picked}}), "bg_months")
@@ -298,8 +252,12 @@ with budget_tab:
                               key="bg_detail_scenario")
         one = months[months["scenario"] == detail]
         used = [c for c in dd.CATEGORIES if any(v != 0 for v in one[c])]
-        ui.table(pd.DataFrame({"month": one["month"], **{c: one[c].map(f.money) for c in used},
-                               "total": one["total"].map(f.money)}), "bg_detail")
+        st.markdown(f"**Scenario {detail} by category** (columns: months)")
+        by_month = one.set_index("month")
+        ui.tables(pd.DataFrame({"category": [*(c.replace("_", " ") for c in used), "total"],
+                                **{m: [*(f.money(by_month.loc[m, c]) for c in used), f.money(by_month.loc[m, "total"])]
+                                   for m in by_month.index}}),
+                  "bg_detail", per=6, max_rows=len(used) + 1)
         pools = all_pools[all_pools["scenario"] == detail]
         st.markdown(f"**Pools, scenario {detail}** (a month splits where a price changes)")
         ui.table(pd.DataFrame({
@@ -331,3 +289,11 @@ with budget_tab:
             st.download_button("Budget (.csv)", _csv, file_name=f"budget-{b.plan.name}.csv", mime="text/csv",
                                key="bg_csv", on_click="ignore", icon=":material/download:")
         st.caption("Price books: " + ", ".join(b.price_books) + f". Plan sha256 {b.plan.digest[:12]}.")
+
+
+with sizing_tab:
+    if sizing_tab.open:
+        sizing()
+with budget_tab:
+    if budget_tab.open:
+        budget()

@@ -35,7 +35,7 @@ with dd.reading(state.url) as s:
 
 currency = head["currency"]
 f = ui.fmt(currency)
-st.caption(f"Run `{run_id}` · {run['period']} · {currency} · the numbers of "
+st.caption(f"Run `{run_id}` · {run['period']} · {currency} · idle policy `{head['idle_policy']}` · the numbers of "
            f"`ledger report tenants --run {run_id[:12]} --tenants {','.join(picked)}`. Share of GPU is of all the "
            f"run's GPU cost (idle included); failure rate is failed ÷ decided tasks.")
 
@@ -55,21 +55,29 @@ with st.container(key="tn_per_success", horizontal=True):
         st.markdown(f"**{OWN[0].upper() + OWN[1:]}**, on each card and in the table: {head['own_definition']}.")
 
 
+# one rule per figure across the tenants compared: four decimals when every amount is below one unit
+per_task_shown = dict(zip(frame["tenant"], f.unit_column(frame["cost_per_successful_task"]), strict=True))
+per_1m_shown = dict(zip(frame["tenant"], f.unit_column(frame["cost_per_1m_active_tokens"]), strict=True))
+
+
 def per_task(row) -> str:
     v = row["cost_per_successful_task"]
-    return f.unit_money(v) if v is not None and not pd.isna(v) else "undefined"
+    return per_task_shown[row["tenant"]] if v is not None and not pd.isna(v) else "undefined"
 
 
+shared = head["idle_policy"] == "share"
 # ---- one card per tenant ------------------------------------------------------------------------
 with st.container(key="tn_cards", horizontal=True):
     for _, row in frame.iterrows():
         with st.container(border=True, key=f"tn_card_{row['tenant']}"):
             st.markdown(f"**{row['tenant']}**")
-            st.metric("Cost", f.money(row["cost"]))
+            st.metric("Cost", f.money(row["cost"]),
+                      help=(f"Idle shared over it (idle policy `share`): {f.money(row['idle_shared'])}."
+                            .replace("$", "\\$") if shared else None))
             st.metric("Cost per successful task (own cost)", per_task(row),
                       help=(row["undefined_because"] or f"{f.money(row['cost'])} ÷ {f.count(row['tasks_success'])} "
                             f"successful tasks").replace("$", "\\$") + f". Own cost: {head['own_definition']}.")
-            st.metric("$/1M active tokens", f.unit_money(row["cost_per_1m_active_tokens"]))
+            st.metric("Cost per 1M active tokens", per_1m_shown[row["tenant"]])
             st.metric("Share of GPU", f.pct(row["share_of_gpu"]))
             st.metric("Task failure rate", f.pct(row["task_failure_rate"]))
 
@@ -77,46 +85,50 @@ with st.container(key="tn_cards", horizontal=True):
 METRICS = (("cost", "money"), ("cost per successful task", "per_task"), ("active tokens", "count"),
            ("$/1M active tokens", "unit"), ("share of GPU", "pct"), ("task failure rate", "pct"),
            ("success rate", "pct"), ("failed work share", "pct"), ("requests", "count"),
-           ("tasks success", "count"), ("tasks failure", "count"), ("tasks unknown", "count"))
-render = {"money": f.money, "unit": f.unit_money, "pct": f.pct, "count": f.count}
-table = {"metric": [OWN if m == "cost per successful task" else m for m, _ in METRICS]}
+           ("tasks success", "count"), ("tasks failure", "count"), ("tasks unknown", "count"),
+           *((("idle shared", "money"),) if shared else ()))
+LABELS = {"cost per successful task": OWN, "$/1M active tokens": "cost per 1M active tokens",
+          "idle shared": "idle shared over it (policy share)"}
+render = {"money": f.money, "pct": f.pct, "count": f.count}
+st.subheader("Side by side")
+table = {"metric": [LABELS.get(m, m) for m, _ in METRICS]}
 for _, row in frame.iterrows():
     cells = []
     for metric, kind in METRICS:
-        column = dd.TENANT_METRICS[metric]
         if kind == "per_task":
-            v = row[column]
-            defined = v is not None and not pd.isna(v)
-            cells.append(f.unit_money(v) if defined else f"undefined: {row['undefined_because']}")
+            cells.append(per_task(row))
+        elif kind == "unit":
+            cells.append(per_1m_shown[row["tenant"]])
         else:
-            cells.append(render[kind](row[column]))
+            cells.append(render[kind](row[dd.TENANT_METRICS[metric]]))
     table[row["tenant"]] = cells
-st.subheader("Side by side")
-ui.table(pd.DataFrame(table), "tn_table")
+# six tenants a table: more are laid out in further tables below, so that every column shows
+ui.tables(pd.DataFrame(table), "tn_table", per=6, max_rows=len(METRICS))
+undefined = [f"{r['tenant']}: {r['undefined_because']}" for _, r in frame.iterrows() if r["undefined_because"]]
+if undefined:
+    st.caption(f"{OWN} undefined for " + "; ".join(undefined))
 
 # ---- charts -------------------------------------------------------------------------------------
 colors = alt.Color("tenant:N", scale=alt.Scale(domain=list(picked)), legend=None)
 st.subheader("Compared")
-charts = (("cost_per_successful_task", f"{OWN} ({currency})", f.unit_money, ",.2f"),
-          ("cost_per_1m_active_tokens", f"{currency} per 1M active tokens", f.unit_money, ",.2f"),
+charts = (("cost_per_successful_task", f"{OWN} ({currency})", f.unit_money, ui.UNIT_AXIS),
+          ("cost_per_1m_active_tokens", f"cost per 1M active tokens ({currency})", f.unit_money, ui.MONEY_AXIS),
           ("share_of_gpu", "share of GPU", f.pct, ".1%"), ("task_failure_rate", "task failure rate", f.pct, ".0%"))
-cols = st.columns(len(charts))
+cols = [*st.columns(2), *st.columns(2)]  # two by two: each title whole
 for col, (column, title, show, axis) in zip(cols, charts, strict=True):
     data = ui.floats(frame[["tenant", column]], [column])
     data["shown"] = frame[column].map(show)
-    col.altair_chart(alt.Chart(data, title=title).mark_bar()
-                     .encode(x=alt.X("tenant:N", sort=list(picked), title=None),
-                             y=alt.Y(f"{column}:Q", title=None, axis=alt.Axis(format=axis)), color=colors,
-                             tooltip=[alt.Tooltip("tenant:N"), alt.Tooltip("shown:N", title=title)]),
-                     width="stretch")
+    with col:
+        ui.chart(alt.Chart(data, title=title).mark_bar()
+                 .encode(x=alt.X("tenant:N", sort=list(picked), title=None),
+                         y=alt.Y(f"{column}:Q", title=None, axis=alt.Axis(format=axis)), color=colors,
+                         tooltip=[alt.Tooltip("tenant:N"), alt.Tooltip("shown:N", title=title)]), currency)
 
 st.subheader("Daily cost (UTC days)")
 trend = ui.floats(daily, ["amount"])
 trend["shown"] = daily["amount"].map(f.money)
-with st.container(key="tn_trend"):
-    st.altair_chart(alt.Chart(trend).mark_line(point=True)
-                    .encode(x=alt.X("day:T", title="day"), y=alt.Y("amount:Q", title=f"cost ({currency})"),
-                            color=alt.Color("tenant:N", scale=alt.Scale(domain=list(picked))),
-                            tooltip=[alt.Tooltip("day:T"), alt.Tooltip("tenant:N"),
-                                     alt.Tooltip("shown:N", title="cost")]),
-                    width="stretch")
+ui.chart(alt.Chart(trend).mark_line(point=True)
+         .encode(x=alt.X("day:T", title="day"), y=alt.Y("amount:Q", axis=ui.money_axis(currency, "cost")),
+                 color=alt.Color("tenant:N", scale=alt.Scale(domain=list(picked))),
+                 tooltip=[alt.Tooltip("day:T"), alt.Tooltip("tenant:N"), alt.Tooltip("shown:N", title="cost")]),
+         currency, key="tn_trend")

@@ -24,6 +24,7 @@ with dd.reading(state.url) as s:
     kinds = ui.by_kind(s, url, run_id)
     by_tenant = ui.unit_economics(s, url, run_id, "tenant")
     by_product = ui.unit_economics(s, url, run_id, "product")
+    no_product = ui.without_product(s, url, run_id)
 
 currency = head["currency"]
 f = ui.fmt(currency)
@@ -38,78 +39,133 @@ def md(text: str) -> str:
 
 
 # ---- tiles --------------------------------------------------------------------------------------
+policy = head["idle_policy"]
+shared = policy == "share"
 all_in = head["cost_per_successful_task_all_in"]
 defined = all_in is not None and not pd.isna(all_in)
 per_task = f.unit_money(all_in) if defined else "undefined"
 worked = (f"{per_task} = run total {f.money(head['total'])} ÷ {f.count(head['successful_tasks'])} successful tasks"
           if defined else f"undefined: {head['cost_per_successful_task_all_in_reason']}")
+if shared:  # idle is on the tenants' lines: the tiles say how much of it, and that it is shared
+    idle_tiles = [("Idle reserve share (shared over tenants)", "idle_reserve_shared",
+                   "of GPU held on purpose (failure, canary, warm, maintenance), booked on the tenants in proportion "
+                   "to their GPU cost in each pool: idle policy `share`."),
+                  ("Idle slack share (shared over tenants)", "idle_slack_shared",
+                   "of serving capacity nobody used, booked on the tenants in proportion to their GPU cost in each "
+                   "pool: idle policy `share`.")]
+else:
+    idle_tiles = [("Idle reserve share", "idle_reserve",
+                   "of GPU held on purpose (failure, canary, warm, maintenance), on its own lines: idle policy "
+                   "`separate`."),
+                  ("Idle slack share", "idle_slack",
+                   "of serving capacity nobody used, on its own lines: idle policy `separate`.")]
 with st.container(key="ue_tiles", horizontal=True):
     st.metric("Total cost", f.money(head["total"]), border=True,
               help="Every line of the run; equals the sum of the priced resources exactly.")
     st.metric("All-in cost per successful task", per_task, border=True,
               help=md(f"{worked}. All-in: {head['all_in_definition']}."))
     st.metric("Failed-work share", f.pct(head["failed_work_share"]), border=True,
-              help=f"{f.money(head['failed_work'])} of cost on errored requests and failed tasks (kept on its tenant).")
-    st.metric("Idle reserve share", f.pct(head["idle_reserve_share"]), border=True,
-              help=f"{f.money(head['idle_reserve'])} of GPU held on purpose: failure, canary, warm, maintenance.")
-    st.metric("Idle slack share", f.pct(head["idle_slack_share"]), border=True,
-              help=f"{f.money(head['idle_slack'])} of serving capacity nobody used.")
+              help=md(f"{f.money(head['failed_work'])} of cost on errored requests and failed tasks (kept on its "
+                      "tenant)."))
+    for label, column, what in idle_tiles:
+        st.metric(label, f.pct(head[f"{column}_share"]), border=True, help=md(f"{f.money(head[column])} {what}"))
     st.metric("Unallocated", f.money(head["unallocated"]), border=True,
               help=f"{f.pct(head['unallocated_share'])} of the total: charges with rule `none`.")
+idle_text = (f"idle shared over the tenants (in their cost): reserve {f.money(head['idle_reserve_shared'])}, slack "
+             f"{f.money(head['idle_slack_shared'])}" if shared else
+             f"idle on its own lines: reserve {f.money(head['idle_reserve'])}, slack {f.money(head['idle_slack'])}")
 st.caption(md(f"Tasks: {f.count(head['successful_tasks'])} successful, {f.count(head['failed_tasks'])} failed "
-           f"(success rate {f.pct(head['success_rate'])}). On tenants: {f.money(head['on_tenants'])}; failed work "
-           f"{f.money(head['failed_work'])}; idle reserve {f.money(head['idle_reserve'])}; idle slack "
-           f"{f.money(head['idle_slack'])}; unallocated {f.money(head['unallocated'])} "
-           f"({f.pct(head['unallocated_share'])})."))
+              f"(success rate {f.pct(head['success_rate'])}). On tenants: {f.money(head['on_tenants'])}; failed work "
+              f"{f.money(head['failed_work'])}; {idle_text}; unallocated {f.money(head['unallocated'])} "
+              f"({f.pct(head['unallocated_share'])}). Idle policy `{policy}`."))
 
 # ---- cost by category over days -----------------------------------------------------------------
-left, right = st.columns([3, 1])
+left, right = st.columns([2, 1])
 with left:
     st.subheader("Cost by category, per day (UTC)")
-    st.altair_chart(ui.stacked_bars(daily, x="day", y="amount", color="category", x_title="day",
-                                    y_title=f"cost ({currency})", currency=currency), width="stretch")
+    ui.chart(ui.stacked_bars(daily, x="day", y="amount", color="category", x_title="day", y_title="cost",
+                             currency=currency), currency, key="ue_daily")
 with right:
     st.subheader("Who carries it")
-    shown = pd.DataFrame({"kind": kinds["kind"].str.replace("_", " "), "amount": kinds["amount"].map(f.money),
-                          "share": kinds["share"].map(f.pct)})
+    kind_names = {"tenant": "tenants (idle included)" if shared else "tenants"}
+    shown = pd.DataFrame({"kind": kinds["kind"].map(lambda k: kind_names.get(k, k.replace("_", " "))),
+                          "amount": kinds["amount"].map(f.money), "share": kinds["share"].map(f.pct)})
     ui.table(shown, "ue_kinds")
 
 
 # ---- cost per successful task by tenant and by product ------------------------------------------
 OWN = "cost per successful task (own cost)"
+OWN_SHORT = "own cost per success"
+parts = no_product
+
+
+def no_key_label(by: str) -> str:
+    """The row of lines with no `by`: named for what it holds (shared charges, shared idle, ...)."""
+    if by != "product":
+        return f"(no {by})"
+    return "(shared: " + ", ".join(p.removeprefix("shared ") for p in parts) + ")" if parts else "(no product)"
 
 
 def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
-    per_task = [f.unit_money(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
-                for v, why in zip(frame["cost_per_successful_task"], frame["undefined_because"], strict=True)]
-    label = frame["key"].map(lambda k: k if isinstance(k, str) else f"(no {by}: shared charges)")
+    per_task = f.unit_column(frame["cost_per_successful_task"])
+    per_task = [shown if v is not None and not pd.isna(v) else "undefined"
+                for shown, v in zip(per_task, frame["cost_per_successful_task"], strict=True)]
     return pd.DataFrame({
-        by: label, "cost": frame["cost"].map(f.money), OWN: per_task,
-        "successful tasks": frame["tasks_success"].map(f.count), "failed tasks": frame["tasks_failure"].map(f.count),
-        "success rate": frame["success_rate"].map(f.pct), "failed-work share": frame["failed_work_share"].map(f.pct),
-        "$/1M active tokens": frame["cost_per_1m_active_tokens"].map(f.unit_money),
-        "active tokens": frame["active_tokens"].map(f.count), "success criteria": frame["success_criteria"]})
+        by: frame["key"].map(lambda k: k if isinstance(k, str) else no_key_label(by)),
+        "cost": frame["cost"].map(f.money), OWN_SHORT: per_task,
+        "successes": frame["tasks_success"].map(f.count), "failures": frame["tasks_failure"].map(f.count),
+        "success rate": frame["success_rate"].map(f.pct), "failed work": frame["failed_work_share"].map(f.pct),
+        "per 1M tokens": f.unit_column(frame["cost_per_1m_active_tokens"]),
+        "active tokens": frame["active_tokens"].map(f.count)})
+
+
+HELP = {OWN_SHORT: f"{OWN}: {head['own_definition']}",
+        "successes": "tasks with outcome success decided in the period",
+        "failures": "tasks with outcome failure decided in the period",
+        "success rate": "successes ÷ decided tasks",
+        "failed work": "failed-work share: the cost of errored requests and failed tasks ÷ the row's cost",
+        "per 1M tokens": f"cost per 1M active tokens ({currency}): the row's cost ÷ its active tokens (millions)",
+        "active tokens": "input + output tokens of the row's requests (docs/allocation.md)"}
+
+
+def notes(frame: pd.DataFrame, by: str) -> list[str]:
+    """What the table leaves to words: undefined figures, success criteria, the row with no `by`."""
+    label = {i: (k if isinstance(k, str) else no_key_label(by)) for i, k in enumerate(frame["key"])}
+    out = []
+    for why in dict.fromkeys(w for w in frame["undefined_because"] if w):
+        rows = [label[i] for i, w in enumerate(frame["undefined_because"]) if w == why]
+        out.append(f"{OWN_SHORT} undefined for {', '.join(rows)}: {why}")
+    criteria = dict.fromkeys(c for c in frame["success_criteria"] if c)
+    if len(criteria) == 1:
+        out.append(f"success criteria: {next(iter(criteria))}")
+    elif criteria:
+        out.append("success criteria: " + "; ".join(f"{label[i]}: {c}" for i, c in enumerate(frame["success_criteria"])
+                                                    if c))
+    if by == "product" and frame["key"].isna().any():
+        held = " and ".join(f"{p} {f.money(v)}" for p, v in parts.items())
+        out.append(f"{no_key_label(by)}: what tenants carry on lines with no product: {held or 'nothing'} (charges are "
+                   "shared over tenants by their rule" + (", idle over the tenants of its pool under idle policy "
+                                                         "`share`" if "shared idle" in parts else "") + ")")
+    return out
 
 
 st.subheader("Cost per successful task")
 with st.container(key="ue_per_success_definitions"):
     st.markdown(md(f"**All-in cost per successful task**: {worked}. *All-in* = {head['all_in_definition']}."))
-    kept = ("idle is shared over the tenants' own cost; unallocated charges stay on their own line"
-            if items["idle policy"] == "share" else
+    kept = ("idle slack and idle reserve are shared over the tenants, so they are in the tenants' own cost; "
+            "unallocated charges stay on their own line" if shared else
             "idle slack, idle reserve and unallocated charges stay on their own lines")
-    st.markdown(f"**{OWN[0].upper() + OWN[1:]}**, in the tables below: {head['own_definition']}. Under idle "
-                f"policy `{items['idle policy']}` {kept}, which only the all-in figure includes.")
-t_col, p_col = st.columns(2)
-with t_col:
-    st.markdown("**By tenant**")
-    ui.table(table(by_tenant, "tenant"), "ue_by_tenant")
-with p_col:
-    st.markdown("**By product**")
-    ui.table(table(by_product, "product"), "ue_by_product")
+    st.markdown(f"**{OWN[0].upper() + OWN[1:]}** (*{OWN_SHORT}* in the tables below): {head['own_definition']}. "
+                f"Under idle policy `{policy}` {kept}, which the all-in figure includes.")
+for by, frame in (("tenant", by_tenant), ("product", by_product)):
+    st.markdown(f"**By {by}**")
+    ui.table(table(frame, by), f"ue_by_{by}", help=HELP)
+    with st.container(key=f"ue_by_{by}_notes"):
+        st.caption(md("  \n".join(notes(frame, by))))
 
 # ---- provenance and downloads -------------------------------------------------------------------
 st.subheader("Where these numbers come from")
-ui.table(prov, "ue_provenance")
+ui.text_table(prov, "ue_provenance")
 
 locale = ui.current_locale()
 
@@ -140,7 +196,7 @@ with st.container(key="ue_downloads", horizontal=True):
     st.download_button("Allocation lines (.csv)", _lines_csv, file_name=f"allocation-{period}-{run_id[:12]}.csv",
                        mime="text/csv", key="ue_csv", on_click="ignore", icon=":material/download:",
                        help="Every line of the run with its run, period, currency and price books "
-                            "(`ledger export --csv`).")
+                            "(`ledger export --lines FILE`).")
     st.download_button("Unit economics (.csv)", _report_csv, file_name=f"unit-economics-{period}-{run_id[:12]}.csv",
                        mime="text/csv", key="ue_report_csv", on_click="ignore", icon=":material/download:",
                        help="`ledger report unit-economics --csv`, by tenant then by product.")

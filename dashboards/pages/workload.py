@@ -58,8 +58,8 @@ except WorkloadError as e:
 
 f = ui.fmt("USD")
 st.markdown(f"**{period}**, {'all pools' if pool == ALL else f'pool **{pool}**'}, "
-            f"{'all products' if product == ALL else f'product **{product}**'}: {f.count(w.requests)} requests "
-            f"({f.count(w.failed_requests)} not ok), {f.count(w.minutes)} minutes")
+            f"{'all products' if product == ALL else f'product **{product}**'}: {f.plural(w.requests, 'request')} "
+            f"({f.count(w.failed_requests)} not ok), {f.plural(w.minutes, 'minute')}")
 with st.container(key="wl_tiles", horizontal=True):
     for k in ("p50", "p95", "p99", "max", "mean"):
         st.metric(f"TPM {k}", f.number(w.tpm[k]), border=True)

@@ -1,17 +1,19 @@
 """The `allocate` command: price and allocate a period, check conservation, write an immutable run."""
 from __future__ import annotations
 
-from decimal import Decimal
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .. import console, runs
 from ..reconcile import ReconcileError, map_for
-from . import BASES, IDLE_POLICIES, AllocationError, Policy, parse_weights
+from ..reports.render import summary_as_table
+from . import BASES, IDLE_POLICIES, AllocationError, Policy, parse_weights, spark
+
+#: The engines of the per-request work (`--engine`).
+ENGINES = ("duckdb", "spark")
 
 
 def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
@@ -33,8 +35,25 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                  bill_map: Optional[Path] = typer.Option(None, "--bill-map",
                                                          help="with --true-up: the bill map (TOML); default: "
                                                               "bill-map.toml in the ledger home"),
-                 as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON")) -> None:
+                 engine_name: str = typer.Option("duckdb", "--engine",
+                                                 help="where the per-request work runs: duckdb (this machine) or "
+                                                      # \\[ is a bracket, not rich markup
+                                                      "spark (Apache Spark; pip install 'ledger\\[spark]'; "
+                                                      "docs/scale.md)"),
+                 spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
+                                                            help="with --engine spark: the Spark master (default "
+                                                                 "local[*], or spark-submit's --master)"),
+                 facts_root: Optional[str] = typer.Option(None, "--facts", metavar="URL",
+                                                          help="with --engine spark: where Spark reads the fact "
+                                                               "files, e.g. s3a://bucket/facts (a copy of the "
+                                                               "home's facts folder); default: the home's"),
+                 as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON (money as "
+                                                                      "decimal strings)"),
+                 as_csv: bool = typer.Option(False, "--csv", help="print where the money went as CSV: one row per "
+                                                                  "kind, category and tenant (docs/allocation.md)")
+                 ) -> None:
     """Price every resource of the period, allocate it, check conservation, and write an immutable run."""
+    console.one_format(as_json, as_csv)
     start, end = console.period_bounds(period, frm, to)
     if bill_map is not None and not true_up:
         console.fail("--bill-map is read only with --true-up")
@@ -51,13 +70,25 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
         console.fail(str(e))
     if policy.problems():
         console.fail(policy.problems())
+    if engine_name not in ENGINES:
+        console.fail(f"--engine {engine_name!r}: one of {', '.join(ENGINES)}")
+    if engine_name != "spark" and (spark_master or facts_root):
+        console.fail("--spark-master and --facts are read only with --engine spark")
+    if engine_name == "spark":
+        try:
+            spark.require()
+        except spark.SparkError as e:
+            console.fail(str(e))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console.err,
                   transient=True, disable=not console.err.is_terminal) as bar:
         task = bar.add_task("allocating", total=None)
         try:
             with console.Ledger() as s:
+                engine = spark.engine_for(s, master=spark_master, root=facts_root, period=(start, end)) \
+                    if engine_name == "spark" else None
                 run, alloc = runs.allocate_period(s, start=start, end=end, policy=policy, bill_map=the_map,
-                                                  progress=lambda stage: bar.update(task, description=stage))
+                                                  progress=lambda stage: bar.update(task, description=stage),
+                                                  engine=engine)
                 doc = runs.load_summary(run)
         except AllocationError as e:
             console.fail(e.problems)
@@ -65,43 +96,31 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
             console.fail(e.problems)
         except runs.RunError as e:
             console.fail(str(e))
+        except spark.SparkError as e:
+            console.fail(str(e))
     if as_json:
         console.print_json(doc)
         return
-    _print_summary(doc)
+    if as_csv:
+        console.print_csv(summary_rows(doc), header=list(SUMMARY_COLUMNS), numeric=("amount",))
+        return
+    console.out.print(summary_as_table(doc))
 
 
-def _print_summary(doc: dict) -> None:
+#: The columns of `allocate --csv` (and `demo --csv`): one row per group and name.
+SUMMARY_COLUMNS = ("run_id", "period_start", "period_end", "currency", "group", "name", "amount")
+
+
+def summary_rows(doc: dict) -> list[dict]:
+    """Where the money of a run went, one row per (group, name): group ``kind`` (tenant, idle_slack,
+    idle_reserve, unallocated) and group ``category`` each add up to the run total; group ``tenant``
+    (each tenant's cost) adds up to the kind ``tenant``. Amounts are the summary's decimal strings."""
     p = doc["period"]
-    console.out.print(f"run {doc['run_id']} · {p['start']} to {p['end']} · {doc['currency']} · idle {doc['idle_policy']}"
-                  f" · basis {doc['basis']} · price books {', '.join(doc['price_books'])}")
-    console.out.print(f"total {doc['total']} = lines {doc['lines_total']} ({doc['lines']} lines) · "
-                  f"failed work {doc['failed_work']}")
-    key = "cost_per_successful_task_all_in"
-    if doc[key] is not None:
-        console.out.print(f"all-in cost per successful task {doc[key]} = total {doc[key + '_numerator']} ÷ "
-                          f"{doc[key + '_denominator']} successful tasks ({doc['definitions'][key]})", markup=False)
-    else:
-        console.out.print(f"all-in cost per successful task: undefined ({doc['reasons'][key]})", markup=False)
-    t = Table("kind / category", "amount", title="where the money went")
-    for k, v in doc["by_kind"].items():
-        t.add_row(k, v)
-    for k, v in doc["by_category"].items():
-        if Decimal(v) != 0:
-            t.add_row(f"  {k}", v)
-    console.out.print(t)
-    tu = doc.get("true_up")
-    if tu:
-        console.out.print(f"true-up: priced {tu['priced_total']} · billed {tu['billed_total']} · variance "
-                          f"{tu['variance_total']} (unmatched {tu['unmatched']}) · bill batches "
-                          f"{', '.join(tu['bill_batches'])} · map {tu['bill_map']['path']}", markup=False)
-    flags: dict = {}
-    for f in doc["flags"]:
-        flags[(f["kind"], f["pool"])] = flags.get((f["kind"], f["pool"]), 0) + 1
-    for (kind, pool), n in sorted(flags.items()):
-        console.out.print(f"flag {kind}: pool {pool}, {n} hours")
-    for n in doc["notes"]:
-        console.out.print(f"note: {n}", markup=False)
+    head = {"run_id": doc["run_id"], "period_start": p["start"], "period_end": p["end"], "currency": doc["currency"]}
+    rows = [{**head, "group": "kind", "name": k, "amount": v} for k, v in doc["by_kind"].items()]
+    rows += [{**head, "group": "category", "name": k, "amount": v} for k, v in doc["by_category"].items()]
+    rows += [{**head, "group": "tenant", "name": t["tenant"], "amount": t["cost"]} for t in doc["tenants"]]
+    return rows
 
 
 def register(app: typer.Typer) -> None:

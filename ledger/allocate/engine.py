@@ -9,6 +9,7 @@ import duckdb
 
 from ..pricebook import PriceIndex
 from .charges import _charge_lines, price_charges
+from .engines import DUCKDB, Engine
 from .gpu import _apply_gpu_split, _gpu_groups, gpu_coefficients
 from .idle import _idle_lines
 from .lines import _check_conservation, _direct_costs, _direct_lines, _merge, _total
@@ -19,9 +20,11 @@ from .records import Allocation, AllocationError, Policy, _at, _iso
 # The engine is a pure function of the facts (DuckDB relations ``requests, meters, outcomes, fleet,
 # charges`` with the columns of ledger.facts), a PriceIndex and a Policy. It returns an Allocation:
 # exact lines whose sum equals the sum of the priced resources (checked with ``==``), plus flags,
-# notes and usage counts. Per-request work is done in DuckDB (group-bys, and the largest-remainder
-# GPU split in integer micro-units with window functions); Python only prices aggregates (fleet
-# interval-hours, token buckets, meter groups, charge days) and never loops over requests.
+# notes and usage counts. Per-request work is SQL (ledger.allocate.sql: group-bys, and the
+# largest-remainder GPU split in integer micro-units with window functions) run by an engine
+# (engines.DuckEngine on `con` itself by default, or spark.SparkEngine), whose small results are temp
+# tables of `con`; Python only prices aggregates (fleet interval-hours, token buckets, meter groups,
+# charge days) read from `con` and never loops over requests.
 #
 # Order of operations (each step is a function of the module named):
 #
@@ -37,8 +40,13 @@ from .records import Allocation, AllocationError, Policy, _at, _iso
 
 
 def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, prices: PriceIndex,
-             policy: Policy = Policy(), progress: Callable[[str], None] | None = None) -> Allocation:
+             policy: Policy = Policy(), progress: Callable[[str], None] | None = None,
+             engine: Engine | None = None) -> Allocation:
     """Allocate ``[start, end)`` (end exclusive, UTC) over the facts visible in `con`.
+
+    `engine` runs the per-request SQL (default: DuckDB, on `con`); with
+    :class:`ledger.allocate.spark.SparkEngine` the requests, meters and outcomes are Spark's and
+    `con` needs only the fleet and charges. Either way the result is the same, line for line.
 
     Raises :class:`AllocationError` listing every problem (a missing price or FX rate names meter,
     sku, region and time; a unit that cannot convert names the meter; a pool with requests and no
@@ -52,11 +60,19 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
         problems.append(f"the period is empty: {_iso(start)} is not before {_iso(end)}")
     if problems:
         raise AllocationError(problems)
-    say = progress or (lambda _stage: None)
+    engine = engine or DUCKDB
+    try:
+        return _allocate(con, start, end, prices, policy, progress or (lambda _stage: None), engine)
+    finally:
+        engine.release()
+
+
+def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, prices: PriceIndex, policy: Policy,
+              say: Callable[[str], None], engine: Engine) -> Allocation:
     pricer = _Pricer(prices, policy.currency)
 
     say("reading the period's facts")                                                     # 2, 5
-    _prepare(con, start, end, policy, pricer)
+    _prepare(con, start, end, policy, pricer, engine)
 
     say("pricing the fleet, provider tokens, meters and charges")                        # 1
     fleet = price_fleet(con, pricer, start, end)
@@ -66,7 +82,7 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
     charge_days = price_charges(con, pricer, start, end)
 
     say("weighing requests")                                                              # 2
-    weights = _gpu_groups(con)
+    weights = _gpu_groups(con, engine)
 
     say("splitting GPU cost")                                                             # 3
     coeffs, flags, weight_problems = gpu_coefficients(fleet, weights, policy)
@@ -78,7 +94,7 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
         for pool, first, last, n in unserved if pool not in policy.allow_pool_without_fleet]
     if problems:
         raise AllocationError(problems)
-    gpu_groups, slack = _apply_gpu_split(con, coeffs)
+    gpu_groups, slack = _apply_gpu_split(con, coeffs, engine)
     lines, provider_amounts, meter_amounts = _direct_lines(gpu_groups, provider, meters)
 
     say("booking idle")                                                                   # 4
@@ -104,7 +120,7 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
     notes = list(notes) + _notes(unserved, flags, policy) + cache_write_notes(write_fallbacks)
     return Allocation(start=start, end=end, policy=policy, price_books=tuple(prices.refs), total=total,
                       lines=merged, flags=tuple(sorted(flags, key=lambda f: (f.kind, f.pool, f.hour))),
-                      notes=tuple(notes), usage=usage, tasks=_tasks(con, start, end),
+                      notes=tuple(notes), usage=usage, tasks=_tasks(con),
                       regions=_regions(con, start, end))
 
 
@@ -135,5 +151,5 @@ def _notes(unserved, flags, policy: Policy) -> list[str]:
     for f in flags:
         by_kind[(f.kind, f.pool)] += 1
     for (kind, pool), n in sorted(by_kind.items()):
-        notes.append(f"pool {pool}: {n} hours flagged {kind}")
+        notes.append(f"pool {pool}: {n} hour{'s' * (n != 1)} flagged {kind}")
     return notes

@@ -7,24 +7,19 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 
 import duckdb
-import pyarrow as pa
 
 from ..money import from_micros, quantize, to_micros
+from . import sql
+from .engines import DUCKDB, Engine
 from .pricing import PoolHour, _Group
 from .records import Flag, Policy, _at, _iso, _scale
 
 
-def _gpu_groups(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], tuple[int, int]]:
-    """§4.2 Table `_gpu_groups`: per pool, hour and (tenant, product, model, work) the integer
-    weight `w` (computed in the pass of :func:`_prepare`), requests `n` and active tokens.
-    Returns {(pool, hour): (W, requests without latency)}."""
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE _gpu_groups AS
-        SELECT pool, hour, CAST(make_timestamp(hour) AS DATE) AS day, tenant, product, model, work,
-               CAST(sum(w) AS HUGEINT) AS w, sum(n) AS n, CAST(sum(active) AS HUGEINT) AS active,
-               sum(no_latency) AS no_latency
-        FROM _groups WHERE pool IS NOT NULL
-        GROUP BY pool, hour, tenant, product, model, work""")
+def _gpu_groups(con: duckdb.DuckDBPyConnection, engine: Engine = DUCKDB) -> dict[tuple[str, int], tuple[int, int]]:
+    """§4.2 Table `_gpu_groups` (:data:`.sql.GPU_GROUPS`, by `engine`, and in `con`): per pool, hour
+    and (tenant, product, model, work) the integer weight `w` (computed in the pass of
+    :func:`._prepare`), requests `n` and active tokens. Returns {(pool, hour): (W, requests without latency)}."""
+    engine.create(con, "_gpu_groups", sql.GPU_GROUPS, small=True)
     return {(pool, hour): (int(w), int(nl)) for pool, hour, w, nl in con.execute(
         "SELECT pool, hour, sum(w), sum(no_latency) FROM _gpu_groups GROUP BY ALL").fetchall()}
 
@@ -98,56 +93,26 @@ def gpu_coefficients(fleet: Mapping[tuple[str, int], PoolHour], weights: Mapping
 
 # ---- 3. GPU share: applying the coefficients ---------------------------------------------------
 
-_SPLIT_SQL = """
-WITH rows AS (
-    SELECT g.pool, g.hour, g.day, 0 AS is_slack, g.tenant, g.product, g.model, g.work, g.w AS wt, g.active,
-           c.c, c.d
-    FROM _gpu_groups g JOIN _coeff c ON g.pool = c.pool AND g.hour = c.hour
-    UNION ALL
-    SELECT pool, hour, NULL, 1, NULL, NULL, NULL, NULL, slack, 0, c, d FROM _coeff WHERE slack > 0
-), q AS (
-    SELECT *, (c * wt) // d AS base, (c * wt) % d AS rem FROM rows
-), r AS (
-    SELECT *, c - sum(base) OVER (PARTITION BY pool, hour) AS left_over,
-           row_number() OVER (PARTITION BY pool, hour
-                              ORDER BY rem DESC, wt DESC, is_slack, tenant, product, model, work) AS rk
-    FROM q
-)
-SELECT pool, hour, day, is_slack, tenant, product, model, work, active,
-       base + CASE WHEN rk <= left_over THEN 1 ELSE 0 END AS part
-FROM r
-"""
-
-
-def _apply_gpu_split(con: duckdb.DuckDBPyConnection,
-                     coeffs: Sequence[Coefficient]) -> tuple[dict[tuple, _Group], dict[tuple[str, int], int]]:
+def _apply_gpu_split(con: duckdb.DuckDBPyConnection, coeffs: Sequence[Coefficient],
+                     engine: Engine = DUCKDB) -> tuple[dict[tuple, _Group], dict[tuple[str, int], int]]:
     """Split each pool-hour's C_serve (integer micro-units) over its request groups and idle slack
-    by largest remainder: part = floor(c × w / d), then the units left go one each by larger
-    remainder, larger weight, request groups before slack, then (tenant, product, model, work).
+    by largest remainder (:data:`.sql.SPLIT`, by `engine` over its `_gpu_groups`): part =
+    floor(c × w / d), then the units left go one each by larger remainder, larger weight, request
+    groups before slack, then (tenant, product, model, work).
 
     Returns tenant GPU line groups (day, tenant, product, model, pool, work) with amounts in
     micro-units as Decimal, and the idle slack in micro-units per pool-hour."""
     slack: dict[tuple[str, int], int] = {}
-    split_rows = [c for c in coeffs if c.w > 0]
     for c in coeffs:
         if c.w == 0:
             slack[(c.pool, c.hour)] = c.c
-    tbl = pa.table({"pool": pa.array([c.pool for c in split_rows], pa.string()),
-                    "hour": pa.array([c.hour for c in split_rows], pa.int64()),
-                    "c": pa.array([str(c.c) for c in split_rows], pa.string()),
-                    "d": pa.array([str(c.d) for c in split_rows], pa.string()),
-                    "slack": pa.array([str(c.slack) for c in split_rows], pa.string())})
-    con.register("_coeff_arrow", tbl)
-    con.execute("CREATE OR REPLACE TEMP TABLE _coeff AS SELECT pool, hour, CAST(c AS HUGEINT) AS c, "
-                "CAST(d AS HUGEINT) AS d, CAST(slack AS HUGEINT) AS slack FROM _coeff_arrow")
-    con.unregister("_coeff_arrow")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _gpu_parts AS {_SPLIT_SQL}")
+    engine.load(con, "_coeff", sql.COEFF, [(c.pool, c.hour, c.c, c.d, c.slack) for c in coeffs if c.w > 0])
+    engine.create(con, "_gpu_split", sql.SPLIT, small=True)
     groups: dict[tuple, _Group] = {}
     for day, tenant, product, model, pool, work, part, active in con.execute("""
-            SELECT day, tenant, product, model, pool, work, sum(part), sum(active) FROM _gpu_parts
-            WHERE is_slack = 0 GROUP BY ALL ORDER BY ALL""").fetchall():
+            SELECT day, tenant, product, model, pool, work, part, active FROM _gpu_split WHERE is_slack = 0
+            ORDER BY ALL""").fetchall():
         groups[(day, tenant, product, model, pool, work)] = _Group(from_micros(int(part)), Decimal(int(active)))
-    for pool, hour, part in con.execute("SELECT pool, hour, part FROM _gpu_parts WHERE is_slack = 1").fetchall():
+    for pool, hour, part in con.execute("SELECT pool, slack_hour, part FROM _gpu_split WHERE is_slack = 1").fetchall():
         slack[(pool, hour)] = int(part)
     return groups, slack
-

@@ -3,6 +3,7 @@
 Submodules by stage: `plan` (the plan's records, BudgetError, calendar months), `reader` (reading one
 TOML table), `parse` (load_plan / parse_plan), `forecast` (the priced lines and the Budget), `pricing`
 (budget: sizing and pricing each month and scenario), `actuals` (compare: forecast vs actual),
+`matching` (what the plan and the run share: pools, provider models, categories),
 `drivers` (why the forecast missed: the error split into drivers) and `usage` (the month's usage from
 the facts, for the drivers).
 The rules are in ``docs/budgets.md``.

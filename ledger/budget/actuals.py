@@ -10,6 +10,7 @@ from ..allocate import CATEGORIES
 from ..money import ZERO, quantize
 from .drivers import Actuals, Drivers, explain
 from .forecast import Budget
+from .matching import Matching, match
 from .plan import BudgetError
 
 RATIO_EXP = Decimal("0.0001")
@@ -33,7 +34,8 @@ class CompareRow:
 @dataclass(frozen=True)
 class Comparison:
     """A month's base forecast beside an allocation run: rows per category and per pool, and the
-    totals; `drivers`, when the month's actual usage was given, splits the error (drivers.Drivers)."""
+    totals; `drivers`, when the month's actual usage was given, splits the error (drivers.Drivers);
+    `matching` says which pools, provider models and categories the plan and the run share."""
 
     month: str
     scenario: str
@@ -44,6 +46,7 @@ class Comparison:
     status: str
     price_books: tuple[str, ...] = field(default=())
     drivers: Drivers | None = None
+    matching: Matching | None = None
 
 
 def _row(dimension: str, key: str, forecast: Decimal, actual: Decimal) -> CompareRow:
@@ -63,8 +66,12 @@ def compare(b: Budget, *, month: str, lines: Iterable, run_id: str, run_currency
     """The `scenario` forecast of `month` beside the actual `lines` of an allocation run of that
     month (objects with `category`, `pool` and `amount`; `provider` and `model` for the drivers):
     per category (all of them), per pool (the plan's and any other pool with GPU cost), and in total.
-    The run's currency must be the plan's. With the month's `actuals` (and the PriceIndex `index` the
-    budget was priced with), the error is split into drivers (:func:`ledger.budget.drivers.explain`)."""
+    The run's currency must be the plan's, and the run must share something with the plan: when no
+    pool or provider model of the plan is in the run, or no category the plan forecasts for the
+    month was booked, BudgetError says what each side has and how to fix it
+    (:meth:`ledger.budget.matching.Matching.refusal`); what only one side has is in `matching`.
+    With the month's `actuals` (and the PriceIndex `index` the budget was priced with), the error is
+    split into drivers (:func:`ledger.budget.drivers.explain`)."""
     if month not in b.plan.months:
         raise BudgetError(f"month {month} is not in the plan ({b.plan.months[0]} to {b.plan.months[-1]})")
     if run_currency != b.currency:
@@ -72,9 +79,13 @@ def compare(b: Budget, *, month: str, lines: Iterable, run_id: str, run_currency
     if scenario not in {s.name for s in b.scenarios}:
         raise BudgetError(f"scenario {scenario} was not budgeted")
     forecast = b.by_category(scenario, month)
+    lines = list(lines)
+    matching = match(plan=b.plan.name, run_id=run_id, month=month, plan_pools=[p.name for p in b.plan.pools],
+                     plan_models=[f"{t.provider}/{t.model}" for t in b.plan.tokens], forecast=forecast, lines=lines)
+    if matching.refusal():
+        raise BudgetError(matching.refusal())
     actual = {c: ZERO for c in CATEGORIES}
     pool_actual: dict[str, Decimal] = defaultdict(Decimal)
-    lines = list(lines)
     for ln in lines:
         actual[ln.category] = actual.get(ln.category, ZERO) + ln.amount
         if ln.category == "gpu" and ln.pool:
@@ -91,4 +102,4 @@ def compare(b: Budget, *, month: str, lines: Iterable, run_id: str, run_currency
     if actuals is not None:
         drivers = explain(b, month=month, scenario=scenario, lines=lines, actuals=actuals, index=index)
     return Comparison(month=month, scenario=scenario, run_id=run_id, currency=b.currency, rows=tuple(rows), total=total,
-                      status=b.status, price_books=tuple(price_books), drivers=drivers)
+                      status=b.status, price_books=tuple(price_books), drivers=drivers, matching=matching)

@@ -33,7 +33,8 @@ budget_app = typer.Typer(cls=_DefaultGroup, no_args_is_help=True,
 
 
 _BOOKS_HELP = "price book files or folders (default: the plan's, else the ledger's)"
-_SCENARIOS_HELP = "scenarios to budget, e.g. best,base,worst (default: all of the plan's)"
+_SCENARIOS_HELP = ("a scenario to budget, e.g. base; repeat it or give a comma list (best,base,worst); default: all "
+                   "of the plan's")
 
 
 def _index(plan, pricebooks: Optional[List[Path]]):
@@ -57,18 +58,29 @@ def _version() -> str:
     return code_version()
 
 
-def compute(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List[Path]]) -> Budget:
+def scenario_names(values: str | List[str] | None) -> Optional[list[str]]:
+    """The scenarios of --scenario: each value one name or a comma list (``--scenario best --scenario
+    base`` = ``--scenario best,base``), in order, each once; None when none is given."""
+    if not values:
+        return None
+    names: list[str] = []
+    for v in [values] if isinstance(values, str) else values:
+        names += [n.strip() for n in v.split(",") if n.strip() and n.strip() not in names]
+    if not names:
+        console.fail("--scenario: give a scenario name, such as --scenario base or --scenario best,base,worst")
+    return names
+
+
+def compute(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Optional[List[Path]]) -> Budget:
     """Load, validate and price a plan, failing with one line per problem."""
     return _priced(plan_path, scenarios, pricebooks)[0]
 
 
-def _priced(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List[Path]]):
+def _priced(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Optional[List[Path]]):
     """(the Budget, the PriceIndex it was priced with), failing with one line per problem."""
     try:
         plan = load_plan(plan_path)
-        names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
-        if names is not None and not names:
-            console.fail("--scenarios: give scenario names separated by commas, such as best,base,worst")
+        names = scenario_names(scenarios)
         index = _index(plan, pricebooks)
         return budget(plan, index, scenarios=names, generated_at=datetime.now(timezone.utc)), index
     except BudgetError as e:
@@ -77,8 +89,9 @@ def _priced(plan_path: Path, scenarios: Optional[str], pricebooks: Optional[List
 
 @budget_app.command("forecast")
 def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see docs/budgets.md"),
-                 scenarios: Optional[str] = typer.Option(None, "--scenarios",
-                                                         help=_SCENARIOS_HELP),
+                 scenarios: Optional[List[str]] = typer.Option(None, "--scenario", help=_SCENARIOS_HELP),
+                 old_scenarios: Optional[str] = typer.Option(None, "--scenarios", hidden=True,
+                                                             help="deprecated spelling of --scenario"),
                  as_json: bool = typer.Option(False, "--json", help="print the budget as JSON (money as strings)"),
                  as_csv: bool = typer.Option(False, "--csv", help="print month x scenario x category as CSV"),
                  xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the budget workbook to FILE"),
@@ -90,6 +103,10 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
     from ..export.safe import OutputError, check_output_path
     from ..export.xlsx import LocaleError, check_locale
 
+    console.one_format(as_json, as_csv)
+    if old_scenarios is not None:
+        console.deprecated("--scenarios", "--scenario")
+        scenarios = [*(scenarios or []), old_scenarios]
     if xlsx is not None:
         try:
             check_locale(locale)
@@ -121,12 +138,14 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
 @budget_app.command("compare")
 def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                 period: str = typer.Option(..., "--period", help="the month to compare, e.g. 2026-10"),
-                scenario: str = typer.Option("base", "--scenario", help="the forecast scenario to compare"),
+                scenario: str = typer.Option("base", "--scenario", help="the one forecast scenario to compare"),
                 percentile: str = typer.Option("p99", "--percentile",
                                                help="the statistic of each pool's per-minute TPM set beside the "
                                                     "plan's TPM: p50, p95, p99, max or mean"),
-                as_json: bool = typer.Option(False, "--json", help="print JSON (money as decimal strings)"),
-                as_csv: bool = typer.Option(False, "--csv", help="print CSV"),
+                as_json: bool = typer.Option(False, "--json", help="print the comparison and its drivers as JSON "
+                                                                   "(money as decimal strings)"),
+                as_csv: bool = typer.Option(False, "--csv", help="print one row per category, pool and the total, "
+                                                                 "the error split into its drivers, as CSV"),
                 pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                 help=_BOOKS_HELP)) -> None:
     """The month's forecast beside the current allocation run's actuals, per category and pool, and
@@ -142,6 +161,9 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
     from .usage import month_actuals
 
     console.one_format(as_json, as_csv)
+    if len(scenario_names(scenario)) != 1:
+        console.fail(f"--scenario {scenario}: compare takes one scenario (run it once per scenario)")
+    scenario = scenario_names(scenario)[0]
     try:
         start, end = store.month_bounds(period)
     except store.StoreError as e:
@@ -162,6 +184,8 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                         scenario=scenario, actuals=actuals, index=index)
         except BudgetError as e:
             console.fail(e.problems)
+    for line in c.matching.warnings():  # what only the plan or only the ledger has (docs/budgets.md)
+        console.err.print(f"warning: {line}", markup=False)
 
     def tables(c):
         return Group(comparison_as_table(c), drivers_as_table(c.drivers, c.currency), *drivers_notes(c.drivers))

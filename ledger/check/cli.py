@@ -19,6 +19,9 @@ def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calen
               as_csv: bool = typer.Option(False, "--csv", help="the findings as CSV on stdout"),
               as_table: bool = typer.Option(False, "--table", help="the findings as a table on stdout")) -> None:
     """Pre-flight of the facts against the price books (usages with no price, pools without fleet...): exit 1 if any."""
+    console.one_format(as_json, as_csv)
+    if as_table and (as_json or as_csv):
+        console.fail("give one of --json, --csv or --table")
     start = end = None
     if period or frm or to:
         start, end = console.period_bounds(period, frm, to)

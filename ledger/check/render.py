@@ -1,9 +1,11 @@
 """Renderers of a check report: ``findings_as_json``, ``findings_as_csv`` and ``findings_as_table`` (rich)."""
 from __future__ import annotations
 
-from rich.table import Table
+from rich.text import Text
 
+from ..formats import count, plural
 from ..outputs import csv_text
+from ..tables import FitTable
 from .findings import CheckReport, Finding
 from .views import iso
 
@@ -23,10 +25,9 @@ def summary_line(report: CheckReport) -> str:
     """The short line of a check that found nothing: what was checked, against which books."""
     c = report.checked
     scope = f" from {iso(report.start)} to {iso(report.end)}" if report.start and report.end else ""
-    books = len(report.price_books)
-    return (f"no problems: {c.get('requests', 0):,} requests, {c.get('meters', 0):,} meter events, "
-            f"{c.get('fleet', 0):,} fleet intervals and {c.get('charges', 0):,} charges{scope} checked against "
-            f"{books} price book{'' if books == 1 else 's'}")
+    return (f"no problems: {plural(c.get('requests', 0), 'request')}, {plural(c.get('meters', 0), 'meter event')}, "
+            f"{plural(c.get('fleet', 0), 'fleet interval')} and {plural(c.get('charges', 0), 'charge')}{scope} "
+            f"checked against {plural(len(report.price_books), 'price book')}")
 
 
 def findings_as_json(report: CheckReport) -> dict:
@@ -50,14 +51,20 @@ def findings_as_csv(report: CheckReport) -> str:
     return csv_text(FIELDS, rows, numeric=("count",))
 
 
-def findings_as_table(report: CheckReport) -> Table:
-    """A rich table of the findings, one row each."""
-    t = Table("kind", "what", "first", "count", "nearest", "batches",
-              title=f"ledger check: {len(report.findings)} problem{'' if len(report.findings) == 1 else 's'}")
+def findings_as_table(report: CheckReport) -> FitTable:
+    """The findings for a person, one row each; names wrap between words, never cut (they come
+    from the input files, so they are never read as markup)."""
+    n = len(report.findings)
+    t = FitTable(title=f"ledger check: {plural(n, 'problem')}")
+    for col in ("kind", "what", "first"):
+        t.add_column(col, numeric=False)
+    t.add_column("count")
+    t.add_column("nearest", numeric=False)
+    t.add_column("batches", numeric=False, fold=True)
     for f in report.findings:
         what = "/".join(x for x in (f.meter, f.sku, f.region, f.purchase_option) if x) or f.pool or f.target
         if f.provider:
             what += f" ({f.provider})"
-        t.add_row(f.kind, what, iso(f.first_at)[:16] if f.first_at else "", str(f.count), ", ".join(f.nearest),
-                  ", ".join(f.batches))
+        t.add_row(f.kind, Text(what, overflow="fold"), iso(f.first_at)[:16] if f.first_at else "", count(f.count),
+                  Text(", ".join(f.nearest)), Text(", ".join(f.batches)))
     return t

@@ -7,13 +7,14 @@ money stays exact ``Decimal``; formatting happens in the pages.
 """
 
 from ..allocate import CATEGORIES
-from .economics import (ALL_IN_DEFINITION, OWN_DEFINITION, RATIO_EXP, UNIT_COLUMNS, allocation_lines_csv,
-                        allocation_workbook, category_daily_frame, fleet_row, headline_frame, provenance_frame,
-                        unattributed_frame, unit_economics_csv, unit_economics_frame)
+from .economics import (ALL_IN_DEFINITION, NO_PRODUCT_PARTS, OWN_DEFINITION, RATIO_EXP, UNIT_COLUMNS,
+                        allocation_lines_csv, allocation_workbook, category_daily_frame, fleet_row, headline_frame,
+                        provenance_frame, unattributed_frame, unit_economics_csv, unit_economics_frame,
+                        without_product)
 from .planning import (EXAMPLES_DIR, SIZING_COLUMNS, budget_months_frame, budget_pools_frame, budget_totals_frame,
                        budget_workbook, comparison_frame, curve_from_anchors, curve_from_files, curve_points_frame,
                        example_plans, forecast_vs_actual, gpu_prices_frame, plan_books, read_plan, size_fleet,
-                       sizing_context, sizing_frame)
+                       sizing_context, sizing_defaults, sizing_frame)
 from .prices import (MAX_BOOK_BYTES, PRICE_COLUMNS, PriceBooks, books_frame, check_books, check_frame,
                      check_uploaded, price_books, price_history_frame, price_keys, prices_in_force_frame)
 from .state import (ABSENT, NO_RUNS, READY, UNINITIALIZED, UNREACHABLE, LedgerState, guidance, ledger_state,

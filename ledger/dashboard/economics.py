@@ -7,7 +7,7 @@ from decimal import Decimal
 import pandas as pd
 
 from .. import reports, runs
-from ..allocate import CATEGORIES, period_label
+from ..allocate import CATEGORIES, VARIANCE, period_label
 from ..money import ZERO, quantize
 
 RATIO_EXP = reports.RATIO_EXP
@@ -53,10 +53,16 @@ def headline_frame(data: reports.RunData) -> pd.DataFrame:
     ÷ the run's successful tasks, exactly ``cost_per_successful_task_all_in`` of ``ledger report
     unit-economics --json``; with the reason when undefined) and both definitions, successful
     tasks, failed work and its share, idle reserve, idle slack and unallocated with their shares of
-    the total, the currency and the run."""
+    the total, the currency and the run, its idle policy, and the idle shared over tenants
+    (``idle_slack_shared``, ``idle_reserve_shared``: the tenant lines carrying idle under policy
+    ``share``, zero under ``separate``)."""
     row = fleet_row(data)
     report = reports.unit_economics(data, by="tenant")
     un = report.unattributed
+    shared = {"idle_slack": ZERO, "idle_reserve": ZERO}
+    for ln in data.lines:
+        if ln.shared_from in shared:
+            shared[ln.shared_from] += ln.amount
     return pd.DataFrame([{
         "run_id": data.info.run_id, "currency": data.info.currency, "total": row.cost,
         "cost_per_successful_task_all_in": report.cost_per_successful_task_all_in,
@@ -68,7 +74,10 @@ def headline_frame(data: reports.RunData) -> pd.DataFrame:
         "idle_reserve": un["idle_reserve"], "idle_reserve_share": _share(un["idle_reserve"], row.cost),
         "idle_slack": un["idle_slack"], "idle_slack_share": _share(un["idle_slack"], row.cost),
         "unallocated": un["unallocated"], "unallocated_share": _share(un["unallocated"], row.cost),
-        "on_tenants": row.cost - sum(un.values(), ZERO),
+        "on_tenants": row.cost - sum(un.values(), ZERO), "idle_policy": data.info.idle_policy,
+        "idle_slack_shared": shared["idle_slack"], "idle_slack_shared_share": _share(shared["idle_slack"], row.cost),
+        "idle_reserve_shared": shared["idle_reserve"],
+        "idle_reserve_shared_share": _share(shared["idle_reserve"], row.cost),
     }])
 
 
@@ -145,6 +154,24 @@ def unit_economics_frame(data: reports.RunData, *, by: str) -> pd.DataFrame:
                      "cost_per_1m_active_tokens": _d(r.get("cost_per_1m_active_tokens")),
                      "success_criteria": ", ".join(r.get("success_criteria", []))})
     return pd.DataFrame(rows, columns=UNIT_COLUMNS)
+
+
+#: What a tenant line with no product holds, in the order the label names them.
+NO_PRODUCT_PARTS = ("shared charges", "shared idle", "true-up variance")
+
+
+def without_product(data: reports.RunData) -> dict[str, Decimal]:
+    """What the row with no product of the report by product holds: the tenants' lines that carry
+    no product, by what they are (:data:`NO_PRODUCT_PARTS`: charges shared over tenants by their
+    rule, idle slack and reserve shared over tenants under idle policy ``share``, a true-up's
+    variance on a tenant with no product), each part present only when it has lines."""
+    parts: dict[str, Decimal] = {}
+    for ln in data.lines:
+        if ln.product is not None or ln.tenant is None or ln.kind not in ("tenant", VARIANCE):
+            continue
+        part = ("true-up variance" if ln.kind == VARIANCE else "shared idle" if ln.shared_from else "shared charges")
+        parts[part] = parts.get(part, ZERO) + ln.amount
+    return {k: parts[k] for k in NO_PRODUCT_PARTS if k in parts}
 
 
 def unit_economics_csv(data: reports.RunData, *, by: str) -> str:

@@ -97,6 +97,16 @@ def size_fleet(curve: Curve, request: SizingRequest, *, books: Sequence[Book] = 
     return result
 
 
+def sizing_defaults() -> dict:
+    """What ``ledger size`` assumes when an option is not given, from the engine's
+    :class:`~ledger.sizing.SizingRequest`: util, the failure / canary / warm reserves (replicas),
+    interpolate, repair and the TTFT limit (None: none)."""
+    request = SizingRequest(tpm=1.0, slas=(1.0,), gpus_per_replica=1)
+    return {"util": request.util, "failure": request.reserves.failure, "canary": request.reserves.canary,
+            "warm": request.reserves.warm, "interpolate": request.interpolate, "repair": request.repair,
+            "ttft_ms": request.ttft_limit_ms}
+
+
 SIZING_COLUMNS = ["sla_tok_s_user", "c_star", "c_star_measured", "tok_s_user", "replica_output_tok_s",
                   "throughput_basis", "limited_by", "replicas_serving", "replicas_reserve", "replicas", "gpus",
                   "monthly_cost", "capacity_tokens_per_gpu_s"]

@@ -105,12 +105,17 @@ def price_history_frame(books: Sequence[Book], key: tuple[str, str, str, str, st
 MAX_BOOK_BYTES = 2_000_000
 
 
+def _plural(n: int, word: str) -> str:
+    """``1 price book``, ``2 price books``, ``1,024 prices``: as the command line counts."""
+    return f"{n:,} {word if n == 1 else word + 's'}"
+
+
 def _findings(books: Sequence[Book], problems: Sequence[Problem]) -> tuple[pd.DataFrame, str]:
     """One row per finding (file name, entry, message) and the one-line summary `pricebook check` prints."""
     rows = [{"file": Path(p.file).name, "entry": p.entry, "message": p.message} for p in problems]
     n = sum(len(b.prices) for b in books)
-    summary = (f"{len(books)} price books, {n} prices: no problems" if not problems else
-               f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {len(books)} readable books")
+    summary = (f"{_plural(len(books), 'price book')}, {_plural(n, 'price')}: no problems" if not problems else
+               f"{_plural(len(problems), 'problem')} in {_plural(len(books), 'readable book')}")
     return pd.DataFrame(rows, columns=["file", "entry", "message"]), summary
 
 

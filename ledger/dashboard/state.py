@@ -81,7 +81,8 @@ def guidance(state: LedgerState) -> str:
            "ledger allocate --period 2026-10")
     lead = first.get(state.status, "")
     return (f"**{state.message}.** {lead}\n\n```sh\nledger demo\n```\n\n"
-            f"Or load your own data (DESIGN §3 lists every input column), then allocate a period:\n\n"
+            f"Or load your own data (docs/ingest.md lists every input file and its columns), then allocate a "
+            f"period:\n\n"
             f"```sh\n{own}\n```\n\nThen reload this page. The dashboard reads `LEDGER_HOME` "
             f"(here `{state.home}`) and `LEDGER_DATABASE_URL`; it never writes to the ledger.")
 

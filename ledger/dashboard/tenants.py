@@ -1,8 +1,6 @@
 """Tenants side by side for the dashboard: the tenant report's numbers and each tenant's daily cost."""
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
@@ -11,17 +9,17 @@ import pandas as pd
 
 from .. import reports
 from ..allocate import VARIANCE
-from ..money import ZERO
-from .economics import _d
+from ..money import ZERO, quantize
+from .economics import RATIO_EXP, _d
 
-#: The tenant report's metrics (``ledger report tenants --csv``) and the column each becomes here.
+#: The metrics of the tenant comparison and the column each is here. `idle_shared` is money: the
+#: idle (slack and reserve) booked on the tenant under idle policy ``share``.
 TENANT_METRICS = {"cost": "cost", "cost per successful task": "cost_per_successful_task",
                   "active tokens": "active_tokens", "$/1M active tokens": "cost_per_1m_active_tokens",
                   "share of GPU": "share_of_gpu", "task failure rate": "task_failure_rate",
                   "success rate": "success_rate", "failed work share": "failed_work_share", "requests": "requests",
                   "tasks success": "tasks_success", "tasks failure": "tasks_failure",
-                  "tasks unknown": "tasks_unknown", "idle share": "idle_share"}
-_INT_METRICS = {"active_tokens", "requests", "tasks_success", "tasks_failure", "tasks_unknown"}
+                  "tasks unknown": "tasks_unknown", "idle shared": "idle_shared"}
 
 
 def tenant_names(data: reports.RunData) -> list[str]:
@@ -31,30 +29,29 @@ def tenant_names(data: reports.RunData) -> list[str]:
 
 
 def tenants_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame:
-    """The chosen tenants side by side, one row per tenant: the numbers of ``ledger report
-    tenants --tenants A,B --csv`` (cost, cost per successful task with the reason when undefined,
-    active tokens, $/1M active tokens, share of GPU, task failure rate, success rate, ...), money
-    and ratios as Decimal, counts as int, None where the report leaves a number undefined."""
+    """The chosen tenants side by side, one row per tenant, in the order given: the rows of
+    ``ledger report tenants --tenants A,B --json`` (cost, cost per successful task with the reason
+    when undefined, active tokens, cost per 1M active tokens, share of GPU, success rate, ...) and
+    the task failure rate, failed ÷ decided tasks (None when no task was decided); money and ratios
+    as Decimal, counts as int, None where the report leaves a number undefined."""
     cols = ["tenant", *TENANT_METRICS.values(), "undefined_because"]
     if not tenants:
         return pd.DataFrame([], columns=cols)
-    report = reports.unit_economics(data, by="tenant", tenants=list(tenants))
-    table = list(csv.reader(io.StringIO(reports.tenants_as_csv(report))))
-    # the names as the ledger knows them: the CSV's header cells carry the formula escape ('=x)
-    names = ["" if r.key is None else r.key for r in report.rows]
-    metric_rows = {r[0]: r[1:] for r in table[1:]}
+    doc = reports.unit_economics_as_json(reports.unit_economics(data, by="tenant", tenants=list(tenants)))
     rows = []
-    for i, name in enumerate(names):
-        row: dict = {"tenant": name, "undefined_because": ""}
-        for metric, column in TENANT_METRICS.items():
-            text = metric_rows[metric][i]
-            if text.startswith("undefined"):
-                row[column], row["undefined_because"] = None, text.split(":", 1)[-1].strip()
-            elif column in _INT_METRICS:
-                row[column] = int(text)
-            else:
-                row[column] = _d(text)
-        rows.append(row)
+    for r in doc["rows"]:
+        tasks = r.get("tasks") or {"success": 0, "failure": 0, "unknown": 0}
+        decided = tasks["success"] + tasks["failure"]
+        rows.append({"tenant": "" if r["tenant"] is None else r["tenant"], "cost": _d(r["cost"]),
+                     "cost_per_successful_task": _d(r["cost_per_successful_task"]),
+                     "active_tokens": r["active_tokens"],
+                     "cost_per_1m_active_tokens": _d(r["cost_per_1m_active_tokens"]),
+                     "share_of_gpu": _d(r["share_of_gpu"]),
+                     "task_failure_rate": quantize(Decimal(tasks["failure"]) / decided, RATIO_EXP) if decided else None,
+                     "success_rate": _d(r["success_rate"]), "failed_work_share": _d(r["failed_work_share"]),
+                     "requests": r["requests"], "tasks_success": tasks["success"], "tasks_failure": tasks["failure"],
+                     "tasks_unknown": tasks["unknown"], "idle_shared": _d(r["idle_share"]),
+                     "undefined_because": r["reasons"].get("cost_per_successful_task", "")})
     order = {t: i for i, t in enumerate(tenants)}
     rows.sort(key=lambda r: order.get(r["tenant"], len(order)))
     return pd.DataFrame(rows, columns=cols)

@@ -16,7 +16,10 @@ CHOICE_COLUMNS = ["period", "pool", "product", "requests"]
 
 def workload_choices(session, home: Path | None = None) -> pd.DataFrame:
     """Requests per month (UTC, by when they occurred), pool and product: period, pool (None:
-    provider requests), product, requests; newest month first."""
+    provider requests), product, requests; newest month first. A ledger with no committed batch of
+    requests answers from its DB alone (no DuckDB connection, so nothing is made in its home)."""
+    if not facts.committed_batches(session).get("requests"):
+        return pd.DataFrame([], columns=CHOICE_COLUMNS)
     con = facts.open_ledger_facts(session, home)
     try:
         rows = con.execute("""

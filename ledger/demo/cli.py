@@ -7,40 +7,71 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from babel.numbers import format_decimal
-from rich.table import Table
 
 from .. import console, demo
+from ..formats import count, money, percent, plural, unit_costs
+from ..tables import FitTable
 
 KIND_LABELS = {"fleet": "fleet intervals", "requests": "requests", "outcomes": "task outcomes",
                "meters": "meter events", "charges": "invoice charges"}
 
 
 def _all_in_line(doc: dict) -> str:
-    """The run-wide cost per successful task, with its definition (the `allocate --json` keys)."""
+    """The run-wide cost per successful task, with its definition (the `allocate --json` keys); the
+    figure takes the unit-cost rule applied to itself (:func:`ledger.formats.unit_costs`)."""
     key = "cost_per_successful_task_all_in"
     figure = doc[key]
-    per = format_decimal(Decimal(figure), format="#,##0.0000", locale="en_US") if figure is not None else ""
-    head = (f"all-in cost per successful task: {per} = run total {_money(doc[key + '_numerator'])} ÷ "
-            f"{doc[key + '_denominator']:,} successful tasks" if figure is not None
-            else f"all-in cost per successful task: undefined ({doc['reasons'][key]})")
+    head = (f"all-in cost per successful task: {unit_costs([Decimal(figure)])[0]} = run total "
+            f"{money(Decimal(doc[key + '_numerator']))} ÷ {plural(doc[key + '_denominator'], 'successful task')}"
+            if figure is not None else f"all-in cost per successful task: undefined ({doc['reasons'][key]})")
     return f"{head}; all-in = {doc['definitions'][key]}; per tenant: {doc['definitions']['cost_per_successful_task']}"
 
 
-def _money(text: str | Decimal) -> str:
-    return format_decimal(Decimal(text), format="#,##0.00", locale="en_US")
-
-
-def _table(title: str, first: str, *numbers: str) -> Table:
-    t = Table(title=title)
-    t.add_column(first)
+def _table(title: str, first: str, *numbers: str, caption: str | None = None) -> FitTable:
+    t = FitTable(title=title, caption=caption)
+    t.add_column(first, numeric=False)
     for n in numbers:
-        t.add_column(n, justify="right")
+        t.add_column(n)
     return t
 
 
 def _pct(part: Decimal, whole: Decimal) -> str:
-    return format_decimal(part / whole * 100, format="0.0", locale="en_US") + "%" if whole else "—"
+    return percent(part / whole if whole else None)
+
+
+def _tables(doc: dict) -> list[FitTable]:
+    """Where the demo month's money went, for a person: by category, what is on no tenant (or
+    failed), and by tenant with tasks and the cost per success (one rule for the column)."""
+    cur = doc["currency"]
+    t = _table(f"by category ({cur})", "category", "amount")
+    for c, v in doc["by_category"].items():
+        if Decimal(v):
+            t.add_row(c, money(Decimal(v)))
+    t.add_row("total", money(Decimal(doc["total"])), style="bold")
+    tables = [t]
+
+    by_kind, total = doc["by_kind"], Decimal(doc["total"])
+    t = _table(f"idle, unallocated and failed work ({cur})", "not on a tenant, or failed", "amount", "of total")
+    for label, v in (("idle slack (unused serving capacity)", by_kind["idle_slack"]),
+                     ("idle reserve (failure, canary, warm, maintenance)", by_kind["idle_reserve"]),
+                     ("unallocated (charges with rule none)", by_kind["unallocated"]),
+                     ("failed work (stays on its tenants)", doc["failed_work"])):
+        t.add_row(label, money(Decimal(v)), _pct(Decimal(v), total))
+    tables.append(t)
+
+    pers = [None if r["cost_per_successful_task"] is None else Decimal(r["cost_per_successful_task"])
+            for r in doc["tenants"]]
+    why = sorted({r.get("reasons", {}).get("cost_per_successful_task", "no successful task") for r in doc["tenants"]
+                  if r["cost_per_successful_task"] is None})
+    t = _table(f"tenants ({cur}; success criteria: {', '.join(doc['success_criteria'])})", "tenant", "cost",
+               "failed work", "tasks ok", "tasks failed", "cost per success (own cost)",
+               caption=f"undefined: {'; '.join(why)}" if why else None)
+    for r, per in zip(doc["tenants"], unit_costs(pers)):
+        tasks = r["tasks"] or {"success": 0, "failure": 0, "unknown": 0}
+        t.add_row(r["tenant"], money(Decimal(r["cost"])), money(Decimal(r["failed_work"])), count(tasks["success"]),
+                  count(tasks["failure"]), "undefined" if r["cost_per_successful_task"] is None else per)
+    tables.append(t)
+    return tables
 
 
 def _dashboard_command(home: Path, home_given: bool) -> str:
@@ -59,10 +90,10 @@ def _as_json(result: demo.DemoResult, home_given: bool) -> dict:
 
 
 def _print(result: demo.DemoResult, home_given: bool) -> None:
-    out = console.out
+    out = console.out  # prose wraps at the terminal width; names and paths are never markup
     doc, cur = result.summary, result.summary["currency"]
     p = doc["period"]
-    built = ", ".join(f"{result.inputs.rows[k]:,} {KIND_LABELS[k]}" for k in demo.KINDS)
+    built = ", ".join(f"{count(result.inputs.rows[k])} {KIND_LABELS[k]}" for k in demo.KINDS)
     out.print("[bold]ledger demo[/bold]: October 2026 replayed from the Azure LLM inference trace 2023 "
               "(CC-BY-4.0, Microsoft Azure; see ledger/data/ATTRIBUTION.md)")
     out.print(f"built {built} in {demo.display_path(result.inputs.folder)}/", markup=False)
@@ -70,34 +101,11 @@ def _print(result: demo.DemoResult, home_given: bool) -> None:
               f"· basis {doc['basis']}", markup=False)
     out.print(f"price books: {', '.join(doc['price_books'])}", markup=False)
     conserved = Decimal(doc["lines_total"]) == Decimal(doc["total"])
-    out.print(f"total {_money(doc['total'])} {cur}; the {doc['lines']:,} lines add up to {doc['lines_total']} "
-              f"{'(conserved: lines == total)' if conserved else '(NOT CONSERVED)'}", markup=False)
-
-    t = _table(f"by category ({cur})", "category", "amount")
-    for c, v in doc["by_category"].items():
-        if Decimal(v):
-            t.add_row(c, _money(v))
-    t.add_row("[bold]total[/bold]", f"[bold]{_money(doc['total'])}[/bold]")
-    out.print(t)
-
-    by_kind, total = doc["by_kind"], Decimal(doc["total"])
-    t = _table(f"idle, unallocated and failed work ({cur})", "not on a tenant, or failed", "amount", "of total")
-    for label, v in (("idle slack (unused serving capacity)", by_kind["idle_slack"]),
-                     ("idle reserve (failure, canary, warm, maintenance)", by_kind["idle_reserve"]),
-                     ("unallocated (charges with rule none)", by_kind["unallocated"]),
-                     ("failed work (stays on its tenants)", doc["failed_work"])):
-        t.add_row(label, _money(v), _pct(Decimal(v), total))
-    out.print(t)
-
-    t = _table(f"tenants ({cur}; success criteria: {', '.join(doc['success_criteria'])})", "tenant", "cost",
-               "failed work", "tasks ok", "tasks failed", "cost per success (own cost)")
-    for r in doc["tenants"]:
-        tasks = r["tasks"] or {"success": 0, "failure": 0, "unknown": 0}
-        per = r["cost_per_successful_task"]
-        t.add_row(r["tenant"], _money(r["cost"]), _money(r["failed_work"]), f"{tasks['success']:,}",
-                  f"{tasks['failure']:,}", format_decimal(Decimal(per), format="#,##0.0000", locale="en_US")
-                  if per is not None else "undefined: no successful tasks")
-    out.print(t)
+    out.print(f"total {money(Decimal(doc['total']), cur)} = lines {money(Decimal(doc['lines_total']))} "
+              f"({plural(doc['lines'], 'line')}) {'(conserved: lines == total)' if conserved else '(NOT CONSERVED)'}",
+              markup=False)
+    for t in _tables(doc):
+        out.print(t)
     out.print(_all_in_line(doc), markup=False)
     for f in doc["flags"]:
         out.print(f"flag: pool {f['pool']} {f['kind'].replace('_', ' ')} in the hour of {f['hour']}", markup=False)
@@ -115,17 +123,22 @@ def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger ho
              force: bool = typer.Option(False, "--force", help="wipe the ledger in that home first (its SQLite DB, "
                                                                "facts and demo files; nothing else); a folder that "
                                                                "is not a ledger home is never wiped"),
-             as_json: bool = typer.Option(False, "--json", help="print the summary as JSON")) -> None:
+             as_json: bool = typer.Option(False, "--json", help="print the summary as JSON (money as decimal "
+                                                                 "strings)"),
+             as_csv: bool = typer.Option(False, "--csv", help="print where the money went as CSV, as `allocate "
+                                                              "--csv` does: one row per kind, category and tenant")
+             ) -> None:
     """Build a realistic month (October 2026) from the Azure LLM inference trace in a fresh ledger home:
     tenants, products, two GPU pools, a provider model, meters, outcomes and charges; ingest, allocate
     and print where the money went. Refuses a home that already holds data unless --force, and a
     folder that is neither empty nor a ledger home, --force or not."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    console.one_format(as_json, as_csv)
     if home is not None:
         os.environ["LEDGER_HOME"] = str(home.resolve())
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console.err,
-                  transient=True, disable=not console.err.is_terminal or as_json) as bar:
+                  transient=True, disable=not console.err.is_terminal or as_json or as_csv) as bar:
         task = bar.add_task("demo", total=None)
         try:
             result = demo.run_demo(force=force, on_step=lambda m: bar.update(task, description=m))
@@ -134,6 +147,10 @@ def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger ho
             console.fail(str(e).splitlines())
     if as_json:
         console.print_json(_as_json(result, home is not None))
+    elif as_csv:
+        from ..allocate.cli import SUMMARY_COLUMNS, summary_rows
+
+        console.print_csv(summary_rows(result.summary), header=list(SUMMARY_COLUMNS), numeric=("amount",))
     else:
         _print(result, home is not None)
 

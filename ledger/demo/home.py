@@ -15,9 +15,11 @@ from .month import KINDS
 LEDGER_TABLES = frozenset({"alembic_version", "ingest_batch", "allocation_run"})
 #: The input files the demo writes in ``<home>/demo/``.
 DEMO_FILES = tuple(f"{k}.csv" for k in KINDS)
-#: What ingest keeps in ``<home>/facts/`` besides the kind folders: its scratch folders and its lock.
+#: What ingest keeps in ``<home>/facts/`` besides the kind folders: its scratch folders, its lock and
+#: the marker of the facts' layout (ledger.facts_layout).
 FACT_SCRATCH = ("_staging", "_tmp")
 FACT_LOCK = ".ingest.lock"
+FACT_MARKER = ".layout"
 
 
 class DemoError(Exception):
@@ -63,19 +65,35 @@ def _fact_kinds() -> tuple[str, ...]:
 
 def foreign_in_facts(folder: Path) -> list[str]:
     """Entries of a facts folder that the ledger does not write (paths relative to the folder):
-    the ledger writes only ``<kind>/<batch>-<n>.parquet``, its ``_staging`` and ``_tmp`` scratch
-    folders and ``.ingest.lock``."""
+    the ledger writes only ``<kind>/month=YYYY-MM/<batch>-<n>.parquet`` (``<kind>/<batch>-<n>.parquet``
+    before its month partitions), its ``_staging`` and ``_tmp`` scratch folders, ``.ingest.lock``
+    and ``.layout``."""
     kinds = _fact_kinds()
     foreign = []
     for p in sorted(folder.iterdir()):
-        if (p.name in FACT_SCRATCH and p.is_dir() and not p.is_symlink()) or (p.name == FACT_LOCK and p.is_file()):
+        if (p.name in FACT_SCRATCH and p.is_dir() and not p.is_symlink()) or \
+                (p.name in (FACT_LOCK, FACT_MARKER) and p.is_file()):
             continue
         if p.name in kinds and p.is_dir() and not p.is_symlink():
-            foreign += [f"{p.name}/{f.name}" for f in sorted(p.iterdir())
-                        if not (f.suffix == ".parquet" and f.is_file() and not f.is_symlink())]
+            for f in sorted(p.iterdir()):
+                if _is_month(f):
+                    foreign += [f"{p.name}/{f.name}/{g.name}" for g in sorted(f.iterdir()) if not _is_fact_file(g)]
+                elif not _is_fact_file(f):
+                    foreign.append(f"{p.name}/{f.name}")
             continue
         foreign.append(p.name + ("/" if p.is_dir() else ""))
     return foreign
+
+
+def _is_fact_file(f: Path) -> bool:
+    return f.suffix == ".parquet" and f.is_file() and not f.is_symlink()
+
+
+def _is_month(f: Path) -> bool:
+    """A month partition of a kind: ``month=YYYY-MM``, a real folder."""
+    name = f.name
+    return (name.startswith("month=") and len(name) == 13 and name[6:10].isdigit() and name[10] == "-"
+            and name[11:].isdigit() and f.is_dir() and not f.is_symlink())
 
 
 def _shown(names: list[str], n: int = 3) -> str:
@@ -134,15 +152,20 @@ def wipe_home(home: Path, url: str) -> list[Path]:
     facts_dir = home / "facts"
     if facts_dir.is_dir():
         for kind in _fact_kinds():
-            for f in sorted((facts_dir / kind).glob("*.parquet")):
+            months = [m for m in sorted((facts_dir / kind).glob("month=*")) if _is_month(m)]
+            for f in [*sorted((facts_dir / kind).glob("*.parquet")),
+                      *(g for m in months for g in sorted(m.glob("*.parquet")))]:
                 f.unlink()
                 gone.append(f)
+            for m in months:
+                _rmdir_if_empty(m)
             _rmdir_if_empty(facts_dir / kind)
         for sub in FACT_SCRATCH:
             if (facts_dir / sub).is_dir():
                 shutil.rmtree(facts_dir / sub)
                 gone.append(facts_dir / sub)
         (facts_dir / FACT_LOCK).unlink(missing_ok=True)
+        (facts_dir / FACT_MARKER).unlink(missing_ok=True)
         _rmdir_if_empty(facts_dir)
     demo_dir = home / "demo"
     for name in DEMO_FILES:

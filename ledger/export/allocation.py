@@ -1,5 +1,7 @@
-"""Allocation run exports: the lines as CSV, and a workbook whose per-tenant and per-category totals
-and costs per successful task are formulas over the line detail, with a provenance sheet."""
+"""Allocation run exports: the lines as CSV, and a workbook that opens on a Summary, whose totals,
+costs per successful task and costs per 1M active tokens are formulas over the line detail, with a
+By product sheet (:mod:`ledger.export.allocation_summary`) and a provenance sheet; every sheet
+prints one page wide."""
 from __future__ import annotations
 
 import io
@@ -8,14 +10,15 @@ from decimal import Decimal
 from pathlib import Path
 
 from openpyxl import Workbook
-from openpyxl.styles import Font
+from openpyxl.styles import Alignment, Font
 
 from ..allocate import CATEGORIES, LINE_KINDS, period_label
 from ..money import ZERO, fmt
 from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, unit_economics
+from .allocation_summary import Formats, LinesRef, by_product_sheet, summary_sheet
 from .safe import csv_text, write_output
-from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header, put,
-                   put_formula, rng, write_provenance)
+from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header,
+                   print_one_page_wide, put, put_formula, rng, write_provenance)
 
 LINE_COLUMNS = ("day", "kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from",
                 "quantity", "unit", "amount", "currency")
@@ -45,10 +48,13 @@ def _qty(q: Decimal) -> str:
 
 def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated_at: datetime | None = None,
                        version: str = "", path: str | Path | None = None) -> bytes:
-    """The run as a workbook: Lines (the detail), By tenant and By category (SUMPRODUCT formulas over
-    the Lines amounts; the non-tenant kinds idle_slack, idle_reserve and unallocated on rows of their
-    own), a check of the formulas' total against the run total, Cost per success (the all-in and
-    each tenant's own cost per successful task, formulas, each with its definition) and Provenance."""
+    """The run as a workbook, in this order: Summary (the sheet it opens on: the run's totals, tasks,
+    both costs per successful task, the cost per 1M active tokens and every tenant's own figures),
+    By tenant, By product and By category (SUMPRODUCT formulas over the Lines amounts; the
+    non-tenant kinds idle_slack, idle_reserve and unallocated on rows of their own; By category
+    checks the formulas' total against the run total), Cost per success (the all-in and each
+    tenant's own cost per successful task, formulas, each with its definition), Lines (the detail)
+    and Provenance. Every sheet prints one page wide, landscape when wide."""
     info = data.info
     money = currency_format(info.currency, locale)
     wb = Workbook()
@@ -83,8 +89,10 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
         put(bt, r, 1, "tenant")
         put(bt, r, 2, t)
         for k in range(first, last + 1):
-            put_formula(bt, r, k, "=" + sumproduct(("kind", f"$A{r}"), ("tenant", f"$B{r}"),
-                                                   ("category", f"{col(k)}$1")), money)
+            put_formula(bt, r, k, f"=SUMPRODUCT(({rng('Lines', L['kind'], 2, n)}=$A{r})"
+                                  f"*EXACT({rng('Lines', L['tenant'], 2, n)},$B{r})"
+                                  f"*({rng('Lines', L['category'], 2, n)}={col(k)}$1)*{rng('Lines', L['amount'], 2, n)})",
+                        money)
         put_formula(bt, r, last + 1, f"=SUM({col(first)}{r}:{col(last)}{r})", money)
         r += 1
     for kind in kinds_present:
@@ -114,9 +122,20 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     put_formula(bc, tr + 2, 2, f"=B{tr}-B{tr + 1}", money)
     fit_widths(bc)
 
-    _cost_per_success_sheet(wb, data, amounts=rng("Lines", L["amount"], 2, n), kinds=rng("Lines", L["kind"], 2, n),
-                            tenants=rng("Lines", L["tenant"], 2, n), locale=locale)
-    write_provenance(wb, allocation_provenance(data, locale=locale, generated_at=generated_at, version=version))
+    _cost_per_success_sheet(wb, data, amounts=rng("Lines", L["amount"], 2, n), tenants=rng("Lines", L["tenant"], 2, n),
+                            locale=locale)
+    write_provenance(wb, allocation_provenance(data, locale=locale, generated_at=generated_at, version=version),
+                     number_formats={"run total": money})
+    ref = LinesRef(amount=rng("Lines", L["amount"], 2, n), kind=rng("Lines", L["kind"], 2, n),
+                   tenant=rng("Lines", L["tenant"], 2, n), product=rng("Lines", L["product"], 2, n))
+    fmt = Formats(money=money, unit=currency_format(info.currency, locale, extra_decimals=4))
+    by_product_sheet(wb, data, ref, fmt, index=wb.sheetnames.index("By category"))
+    summary = summary_sheet(wb, data, ref, fmt)
+    wb.move_sheet(lines, offset=wb.sheetnames.index("Provenance") - 1 - wb.sheetnames.index("Lines"))
+    wb.active = summary
+    for ws in wb:
+        ws.sheet_view.tabSelected = ws is summary
+        print_one_page_wide(ws)
     buf = io.BytesIO()
     wb.save(buf)
     out = buf.getvalue()
@@ -129,8 +148,7 @@ _PER_SUCCESS_COLUMNS = ("figure", "tenant", "cost", "successful tasks", "cost pe
                         "as reported (ledger report)", "definition")
 
 
-def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, kinds: str, tenants: str,
-                            locale: str) -> None:
+def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, tenants: str, locale: str) -> None:
     """Row 2 the all-in figure (the Lines total ÷ the tenants' successful tasks), then one row per
     tenant (its own lines ÷ its own successful tasks): costs and ratios are formulas, successes the
     run's recorded task counts, and the ledger's own figure (half-even to 1e-6) stands beside."""
@@ -161,13 +179,16 @@ def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, kinds:
     for r, row in enumerate(rows, 3):
         put(ws, r, 1, "own cost")
         put(ws, r, 2, row.key)
-        put_formula(ws, r, 3, f'=SUMPRODUCT(({kinds}="tenant")*({tenants}=$B{r})*{amounts})', money)
+        # every line of the tenant: its own lines and, after a true-up, its variance lines (as the report)
+        put_formula(ws, r, 3, f"=SUMPRODUCT(EXACT({tenants},$B{r})*{amounts})", money)
         put(ws, r, 4, (row.tasks or {}).get("success", 0), INTEGER_FORMAT)
         put_formula(ws, r, 5, ratio(r), unit)
         reported(r, row.cost_per_successful_task)
         put(ws, r, 7, "own cost = " + OWN_DEFINITION)
     fit_widths(ws)
-    ws.column_dimensions["G"].width = 100
+    ws.column_dimensions["G"].width = 60
+    for r in range(2, ws.max_row + 1):
+        ws.cell(row=r, column=7).alignment = Alignment(wrap_text=True, vertical="top")
 
 
 def allocation_provenance(data: RunData, *, locale: str, generated_at: datetime | None, version: str

@@ -1,15 +1,16 @@
 """Renderers of the forecast-error drivers of `ledger budget compare`: JSON (money as decimal
-strings), CSV (the comparison's rows with a column per driver, plus a row per provider model) and a
-rich table."""
+strings), CSV (the comparison's rows with a column per driver, plus a row per provider model), and a
+table with its notes laid out for the terminal's width (:mod:`ledger.tables`, :mod:`ledger.formats`)."""
 from __future__ import annotations
 
 from decimal import Decimal
 
-from babel.numbers import format_decimal
-from rich.table import Table
+from rich.text import Text
 
 from ..budget import DRIVERS, Comparison, DriverRow, Drivers
+from ..formats import count, figures, money, percent
 from ..money import fmt
+from ..tables import FitTable, paragraph
 from .budget_report import _cmp_row
 from .safe import csv_text
 
@@ -69,54 +70,60 @@ def comparison_with_drivers_as_csv(c: Comparison) -> str:
     return csv_text(list(rows[0]), rows, numeric=numeric)
 
 
-def _money(x: Decimal) -> str:
-    return format_decimal(x, format="#,##0.00;-#,##0.00", locale="en_US")
+def _pair(planned: object, actual: object) -> tuple[str, str]:
+    """A planned and an actual measure at one rule (:func:`ledger.formats.figures`: whole numbers when
+    both are whole, else 1 decimal); an unknown one says so."""
+    known = [v for v in (planned, actual) if v is not None]
+    text = iter(figures(known))
+    return tuple("unknown" if v is None else next(text) for v in (planned, actual))
 
 
-def _num(x: object) -> str:
-    if x is None:
-        return "unknown"
-    if isinstance(x, (int, float, Decimal)):
-        return format_decimal(round(Decimal(repr(x)) if isinstance(x, float) else Decimal(x), 2), format="#,##0.##",
-                              locale="en_US")
-    return str(x)
+def _share(ratio: object) -> str:
+    """A share (0.6) as a percentage (60.0%), or unknown."""
+    return "unknown" if ratio is None else percent(ratio)
 
 
-def drivers_as_table(d: Drivers, currency: str) -> Table:
+def drivers_as_table(d: Drivers, currency: str) -> FitTable:
     """Why the forecast missed, one column per plan pool and provider model, then `other` (what no
-    driver describes, all categories) and the total; one row per driver under the error. Every
-    column adds up exactly to its error."""
-    t = Table(title=f"why the forecast missed · {d.month} · {currency} · drivers substituted top to bottom "
-                    f"(docs/budgets.md)", title_justify="left")
-    t.add_column("driver", no_wrap=True)
+    driver describes, all categories) and the total; one row per driver under the error, money at
+    2 decimals grouped and signed. Every column adds up exactly to its error."""
+    t = FitTable(title=f"why the forecast missed · {d.month} · {currency} · drivers substituted top to bottom "
+                       f"(docs/budgets.md)", title_justify="left")
+    t.add_column("driver", numeric=False)
     for r in d.items:
-        t.add_column(r.key, justify="right")
-    t.add_column("other", justify="right")
-    t.add_column("total", justify="right")
+        t.add_column(r.key)
+    t.add_column("other")
+    t.add_column("total")
     other = sum((c.other for c in d.categories), Decimal(0))
-    t.add_row("error", *(_money(r.error) for r in d.items), _money(other), _money(d.total.error), style="bold")
+
+    def row(values) -> list[str]:
+        return [money(v, signed=True) for v in values]
+
+    t.add_row("error", *row([*(r.error for r in d.items), other, d.total.error]), style="bold")
     for name in DRIVERS:
-        t.add_row(name.replace("_", " "), *(_money(getattr(r, name)) for r in d.items),
-                  _money(other if name == "other" else Decimal(0)), _money(getattr(d.total, name)))
+        t.add_row(name.replace("_", " "), *row([*(getattr(r, name) for r in d.items),
+                                                other if name == "other" else Decimal(0), getattr(d.total, name)]))
     return t
 
 
-def drivers_notes(d: Drivers) -> list[str]:
-    """One line per item saying what was set beside the plan, one for `other`, then the notes."""
+def drivers_notes(d: Drivers) -> list[Text]:
+    """One paragraph per item saying what was set beside the plan, one for `other`, then the notes:
+    prose that wraps at the terminal's width (:func:`ledger.tables.paragraph`)."""
     out = []
     for r in d.items:
         m = {name: (p, a) for name, p, a in r.measures}
         if r.dimension == "pool":
-            out.append(f"{r.key}: TPM {_num(m['tpm'][1])} ({d.statistic}) vs {_num(m['tpm'][0])} planned; "
-                       f"output tokens per request {_num(m['osl'][1])} vs {_num(m['osl'][0])}; GPUs at the actual "
-                       f"traffic {m['gpus'][1]} vs {m['gpus'][0]} planned; GPU-hours {_num(m['gpu_hours'][1])} vs "
-                       f"{_num(m['gpu_hours'][0])} planned")
+            tpm, osl, hours = _pair(*m["tpm"]), _pair(*m["osl"]), _pair(*m["gpu_hours"])
+            out.append(f"{r.key}: TPM {tpm[1]} ({d.statistic}) vs {tpm[0]} planned; output tokens per request "
+                       f"{osl[1]} vs {osl[0]}; GPUs at the actual traffic {count(m['gpus'][1])} vs "
+                       f"{count(m['gpus'][0])} planned; GPU-hours {hours[1]} vs {hours[0]} planned")
         else:
-            out.append(f"{r.key}: input tokens {_num(m['input_tokens'][1])} vs {_num(m['input_tokens'][0])} planned; "
-                       f"cached share {_num(m['cached_share'][1])} vs {_num(m['cached_share'][0])}; output tokens "
-                       f"{_num(m['output_tokens'][1])} vs {_num(m['output_tokens'][0])}")
-    parts = [f"{c.key} {_money(c.other)}" for c in d.categories if c.other]
+            inp, out_tok = _pair(*m["input_tokens"]), _pair(*m["output_tokens"])
+            out.append(f"{r.key}: input tokens {inp[1]} vs {inp[0]} planned; cached share "
+                       f"{_share(m['cached_share'][1])} vs {_share(m['cached_share'][0])}; output tokens "
+                       f"{out_tok[1]} vs {out_tok[0]}")
+    parts = [f"{c.key} {money(c.other, signed=True)}" for c in d.categories if c.other]
     if parts:
         out.append("other (no driver describes it: meters, fixed charges, pools or models not in the plan): "
                    + ", ".join(parts))
-    return out + [f"note: {n}" for n in d.notes]
+    return [paragraph(line) for line in [*out, *(f"note: {n}" for n in d.notes)]]

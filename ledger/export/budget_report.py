@@ -1,17 +1,18 @@
 """Renderers of a budget and of a forecast-vs-actual comparison: JSON (money as decimal strings),
-CSV (text neutralized) and rich tables."""
+CSV (text neutralized) and tables laid out for the terminal's width (:class:`ledger.tables.FitTable`,
+numbers as :mod:`ledger.formats` writes them)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
-from babel.numbers import format_decimal
-from rich.table import Table
-
 from ..allocate import CATEGORIES
 from ..budget import Budget, Comparison, CompareRow
+from ..budget.matching import DIMENSIONS, Matching
+from ..formats import MISSING, count, money, percent
 from ..money import fmt
+from ..tables import FitTable
 from .safe import csv_text
 
 
@@ -106,28 +107,25 @@ def budget_as_csv(b: Budget) -> str:
     return _csv(rows)
 
 
-def _money(d: Decimal | None) -> str:
-    return "—" if d is None else format_decimal(d, format="#,##0.00", locale="en_US")
-
-
-def budget_as_table(b: Budget) -> list[Table]:
-    """Three narrow tables: the total per month and scenario, the total per category and scenario over
+def budget_as_table(b: Budget) -> list[FitTable]:
+    """Three tables (:class:`ledger.tables.FitTable`, laid out for the terminal's width, money at 2
+    decimals grouped): the total per month and scenario, the total per category and scenario over
     all months, and the GPUs of every pool per month (scenarios side by side)."""
     names = [s.name for s in b.scenarios]
     head = f"budget {b.plan.name} · {b.currency} · sizing {b.status}"
-    by_month = Table(title=f"{head} · total by month", title_justify="left")
-    by_month.add_column("month", no_wrap=True)
+    by_month = FitTable(title=f"{head} · total by month", title_justify="left")
+    by_month.add_column("month", numeric=False)
     for n in names:
-        by_month.add_column(n, justify="right", no_wrap=True)
+        by_month.add_column(n)
     for m in b.plan.months:
-        by_month.add_row(m, *(_money(b.total(n, m)) for n in names))
-    by_month.add_row("total", *(_money(b.total(n)) for n in names), style="bold")
+        by_month.add_row(m, *(money(b.total(n, m)) for n in names))
+    by_month.add_row("total", *(money(b.total(n)) for n in names), style="bold")
 
-    by_cat = Table(title=f"{head} · total by category, {b.plan.months[0]} to {b.plan.months[-1]}",
-                   title_justify="left")
-    by_cat.add_column("category", no_wrap=True)
+    by_cat = FitTable(title=f"{head} · total by category, {b.plan.months[0]} to {b.plan.months[-1]}",
+                      title_justify="left")
+    by_cat.add_column("category", numeric=False)
     for n in names:
-        by_cat.add_column(n, justify="right", no_wrap=True)
+        by_cat.add_column(n)
     sums = {n: {c: Decimal(0) for c in CATEGORIES} for n in names}
     for n in names:
         for m in b.plan.months:
@@ -135,24 +133,25 @@ def budget_as_table(b: Budget) -> list[Table]:
                 sums[n][c] += v
     for c in CATEGORIES:
         if any(sums[n][c] for n in names):
-            by_cat.add_row(c, *(_money(sums[n][c]) for n in names))
+            by_cat.add_row(c, *(money(sums[n][c]) for n in names))
 
-    gpus = Table(title=f"GPUs per pool ({' / '.join(names)})", title_justify="left")
-    gpus.add_column("month", no_wrap=True)
+    gpus = FitTable(title=f"GPUs per pool ({' / '.join(names)})", title_justify="left")
+    gpus.add_column("month", numeric=False)
     pools = [p.name for p in b.plan.pools]
     for p in pools:
-        gpus.add_column(p, justify="right", no_wrap=True)
+        gpus.add_column(p)
     first: dict[tuple, object] = {}
     for g in b.gpu:  # a pool in parts has a row per part; a price change cuts a month into segments of equal GPUs
         key = (g.scenario, g.pool, g.month)
         first[key] = min(first.get(key, g.start), g.start)
-    count: dict[tuple, int] = {}
+    n_gpus: dict[tuple, int] = {}
     for g in b.gpu:
         key = (g.scenario, g.pool, g.month)
         if g.start == first[key]:
-            count[key] = count.get(key, 0) + g.gpus
+            n_gpus[key] = n_gpus.get(key, 0) + g.gpus
     for m in b.plan.months:
-        gpus.add_row(m, *(" / ".join(str(count.get((n, p, m), "-")) for n in names) for p in pools))
+        gpus.add_row(m, *(" / ".join(count(n_gpus[(n, p, m)]) if (n, p, m) in n_gpus else MISSING for n in names)
+                          for p in pools))
     return [by_month, by_cat] + ([gpus] if pools else [])
 
 
@@ -168,7 +167,26 @@ def comparison_as_json(c: Comparison) -> dict:
             "currency": c.currency, "sizing_status": c.status, "price_books": list(c.price_books),
             "categories": [_cmp_row(r) for r in c.rows if r.dimension == "category"],
             "pools": [_cmp_row(r) for r in c.rows if r.dimension == "pool"],
-            "total": _cmp_row(c.total)}
+            "total": _cmp_row(c.total), **({"matching": matching_as_json(c.matching)} if c.matching else {})}
+
+
+def matching_as_json(m: Matching) -> dict:
+    """What the plan and the run share: per dimension the keys in both (`matched`), in the plan only
+    and in the ledger only; `complete` when nothing is on one side only; `warnings` as on stderr."""
+    return {"complete": m.complete,
+            **{attr: {"matched": list(s.matched), "plan_only": list(s.plan_only), "ledger_only": list(s.ledger_only)}
+               for attr, s in (("pools", m.pools), ("provider_models", m.provider_models),
+                               ("categories", m.categories))},
+            "warnings": m.warnings()}
+
+
+def matching_note(m: Matching) -> str:
+    """The comparison table's caption: what matched, and what only one side has."""
+    both = "; ".join(f"{words} {', '.join(getattr(m, attr).matched)}" for attr, words in DIMENSIONS
+                     if getattr(m, attr).matched)
+    if m.complete:
+        return f"plan and ledger match: {both}"
+    return "\n".join([f"matched: {both}", *(f"warning: {w}" for w in m.warnings())])
 
 
 def comparison_as_csv(c: Comparison) -> str:
@@ -180,17 +198,18 @@ def comparison_as_csv(c: Comparison) -> str:
     return _csv(rows)
 
 
-def comparison_as_table(c: Comparison) -> Table:
-    t = Table(title=f"forecast ({c.scenario}) vs actual · {c.month} · run {c.run_id[:12]} · {c.currency}",
-              title_justify="left")
-    for name, just in (("by", "left"), ("", "left"), ("forecast", "right"), ("actual", "right"),
-                       ("error", "right"), ("error %", "right")):
-        t.add_column(name, justify=just)
+def comparison_as_table(c: Comparison) -> FitTable:
+    """Forecast, actual and error per category, pool and the total (money at 2 decimals grouped, the
+    error signed, the error % with 1 decimal); the matching note as its caption."""
+    t = FitTable(title=f"forecast ({c.scenario}) vs actual · {c.month} · run {c.run_id[:12]} · {c.currency}",
+                 title_justify="left", caption=matching_note(c.matching) if c.matching else None, keys=2)
+    t.add_column("by", numeric=False)
+    t.add_column("", numeric=False)
+    for name in ("forecast", "actual", "error", "error %"):
+        t.add_column(name)
     for r in (*c.rows, c.total):
         if r.dimension == "category" and not r.forecast and not r.actual:
             continue
-        pct = ("—" if r.relative is None
-               else format_decimal(r.relative * 100, format="+#,##0.0;-#,##0.0", locale="en_US") + "%")
-        t.add_row(r.dimension, r.key, _money(r.forecast), _money(r.actual), _money(r.error), pct,
-                  style="bold" if r.dimension == "total" else None)
+        t.add_row(r.dimension, r.key, money(r.forecast), money(r.actual), money(r.error, signed=True),
+                  percent(r.relative, signed=True), style="bold" if r.dimension == "total" else None)
     return t

@@ -13,7 +13,8 @@ from ..allocate import CATEGORIES
 from ..budget import Budget
 from .safe import write_output
 from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
-                   header, put, put_formula, rng, write_provenance)
+                   header, print_one_page_wide, put, put_formula, rng,
+                   write_provenance)
 
 PLAN_COLUMNS = ("scenario", "pool", "part", "month", "from (UTC)", "to (UTC)", "device", "region", "purchase option",
                 "sizing", "TPM (output tokens/min)", "serving replicas", "reserve replicas", "replicas",
@@ -175,6 +176,8 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
         summary.column_dimensions[col(c)].width = 16
 
     write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version))
+    for ws in wb.worksheets:
+        print_one_page_wide(ws)
     buf = io.BytesIO()
     wb.save(buf)
     data = buf.getvalue()

@@ -1,6 +1,7 @@
-"""`ledger export --period P (--xlsx | --csv | --focus) FILE`: an allocation run for finance."""
+"""`ledger export --period P (--xlsx FILE | --lines FILE | --focus FILE | --csv)`: an allocation run for finance."""
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -16,10 +17,13 @@ class FocusVersion(str, Enum):
     v1_2 = "1.2"
 
 
-def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
+def export_cmd(ctx: typer.Context,
+               period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
                run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: the period's current run)"),
                xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the workbook (live totals) to FILE"),
-               csv_file: Optional[Path] = typer.Option(None, "--csv", help="write the lines as CSV to FILE"),
+               lines_file: Optional[Path] = typer.Option(None, "--lines", help="write the lines as CSV to FILE"),
+               as_csv: bool = typer.Option(False, "--csv", help="print the lines as CSV on stdout (what --lines "
+                                                                "writes)"),
                focus: Optional[Path] = typer.Option(None, "--focus", help="write FinOps FOCUS rows (CSV) to FILE"),
                focus_version: FocusVersion = typer.Option(FocusVersion.v1_2, "--focus-version",
                                                           help="the FOCUS version of --focus"),
@@ -27,20 +31,26 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
                billing_account: str = typer.Option("inference-ledger", "--billing-account",
                                                    help="FOCUS BillingAccountId"),
                billing_account_name: str = typer.Option("Inference platform", "--billing-account-name",
-                                                        help="FOCUS BillingAccountName and InvoiceIssuerName")) -> None:
+                                                        help="FOCUS BillingAccountName and InvoiceIssuerName")
+               ) -> None:
     """Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows.
     A file that is the ledger's own DB or inside its facts folder is refused; each file is written
-    whole or not at all."""
+    whole or not at all. With --csv the lines go to stdout, and what was written to stderr."""
     from .. import console, reports, runs, store
     from .safe import OutputError, check_outputs
     from .xlsx import LocaleError, check_locale
 
-    if not (xlsx or csv_file or focus):
-        console.fail("give at least one of --xlsx FILE, --csv FILE, --focus FILE")
+    stray = ctx.args  # words no option takes (allow_extra_args): a file after --csv, as it once took one
+    if stray:
+        console.fail(f"unexpected {' '.join(stray)}: --csv takes no file (it prints the lines on stdout); write them "
+                     f"to a file with --lines {stray[0]}" if as_csv else f"unexpected {' '.join(stray)}: name each "
+                     "file after its option (--xlsx FILE, --lines FILE, --focus FILE)")
+    if not (xlsx or lines_file or focus or as_csv):
+        console.fail("give at least one of --xlsx FILE, --lines FILE, --focus FILE, or --csv (the lines on stdout)")
     if bool(period) == bool(run_id):
         console.fail("give either --period YYYY-MM or --run ID")
     try:
-        check_outputs([xlsx, csv_file, focus])  # before any work: no export lands on the ledger itself
+        check_outputs([xlsx, lines_file, focus])  # before any work: no export lands on the ledger itself
     except OutputError as e:
         console.fail(str(e))
     if xlsx:
@@ -59,16 +69,22 @@ def export_cmd(period: Optional[str] = typer.Option(None, "--period", help="cale
             console.fail(str(e))
     data = reports.run_data_of_stored(stored)
     try:
-        written = _write(data, xlsx, csv_file, (focus, focus_version.value), locale, billing_account,
+        written = _write(data, xlsx, lines_file, (focus, focus_version.value), locale, billing_account,
                          billing_account_name)
     except OutputError as e:
         console.fail(str(e))
     except OSError as e:
         console.fail(f"cannot write the export: {e}")
-    console.out.print(f"run {data.info.run_id} ({len(data.lines)} lines): " + ", ".join(written), markup=False)
+    if as_csv:
+        from . import allocation_as_csv
+
+        sys.stdout.write(allocation_as_csv(data))
+    if written:
+        (console.err if as_csv else console.out).print(
+            f"run {data.info.run_id} ({console.plural(len(data.lines), 'line')}): " + ", ".join(written), markup=False)
 
 
-def _write(data, xlsx, csv_file, focus_to, locale, billing_account, billing_account_name) -> list[str]:
+def _write(data, xlsx, lines_file, focus_to, locale, billing_account, billing_account_name) -> list[str]:
     from .. import runs
     from . import allocation_as_csv, allocation_as_focus, allocation_as_focus12, allocation_as_xlsx
     from .safe import write_output
@@ -79,9 +95,9 @@ def _write(data, xlsx, csv_file, focus_to, locale, billing_account, billing_acco
         allocation_as_xlsx(data, locale=locale, generated_at=datetime.now(timezone.utc), version=runs.code_version(),
                            path=xlsx)
         written.append(f"workbook {xlsx}")
-    if csv_file:
-        write_output(csv_file, allocation_as_csv(data))
-        written.append(f"lines CSV {csv_file}")
+    if lines_file:
+        write_output(lines_file, allocation_as_csv(data))
+        written.append(f"lines CSV {lines_file}")
     if focus:
         writer = allocation_as_focus12 if version == "1.2" else allocation_as_focus
         write_output(focus, writer(data, billing_account_id=billing_account, billing_account_name=billing_account_name))
@@ -91,4 +107,4 @@ def _write(data, xlsx, csv_file, focus_to, locale, billing_account, billing_acco
 
 def register(app: typer.Typer) -> None:
     """Add `ledger export` to the main app."""
-    app.command("export")(export_cmd)
+    app.command("export", context_settings={"allow_extra_args": True})(export_cmd)

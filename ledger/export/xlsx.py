@@ -144,11 +144,15 @@ def rng(sheet: str, column: int, first: int, last: int) -> str:
     return f"'{sheet}'!${c}${first}:${c}${max(first, last)}"
 
 
-def write_provenance(wb: Workbook, items: Iterable[tuple[str, object]], *, title: str = "Provenance") -> Worksheet:
+def write_provenance(wb: Workbook, items: Iterable[tuple[str, object]], *, title: str = "Provenance",
+                     number_formats: dict[str, str] | None = None) -> Worksheet:
     """A two-column sheet, `item` and `value`, saying where every number of the workbook came from.
-    Values that are sequences go one per row under their item."""
+    Values that are sequences go one per row under their item; `number_formats` gives an item's
+    value a number format (a money item its currency format). Long values wrap in a column at
+    most 100 wide, so that the sheet prints one page wide."""
     ws = wb.create_sheet(title)
     header(ws, ("item", "value"))
+    formats = number_formats or {}
     r = 2
     for key, value in items:
         values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -156,10 +160,36 @@ def write_provenance(wb: Workbook, items: Iterable[tuple[str, object]], *, title
             values = ["(none)"]
         for i, v in enumerate(values):
             put(ws, r, 1, key if i == 0 else None)
-            put(ws, r, 2, v)
+            cell = put(ws, r, 2, v, formats.get(key))
+            if isinstance(v, str) and len(v) > PROVENANCE_WIDTH:
+                cell.alignment = Alignment(wrap_text=True, vertical="top")
             r += 1
-    fit_widths(ws, maximum=120)
+    fit_widths(ws, maximum=PROVENANCE_WIDTH)
     return ws
+
+
+#: The widest a provenance value's column gets (longer values wrap).
+PROVENANCE_WIDTH = 100
+#: Column widths (in characters) a portrait page holds at 100 %; a wider sheet prints landscape.
+PORTRAIT_WIDTH = 100
+_DEFAULT_WIDTH = 8.43
+
+
+def print_one_page_wide(ws: Worksheet, *, landscape: bool | None = None, title_rows: str | None = "1:1") -> None:
+    """Print setup: every column on one page width, as many pages tall as the rows need
+    (``fitToWidth = 1``, ``fitToHeight = 0``), landscape when the columns are wider than a portrait
+    page holds (:data:`PORTRAIT_WIDTH`) unless `landscape` says, and the `title_rows` (the header)
+    repeated on every page."""
+    if landscape is None:
+        width = sum((d.width if (d := ws.column_dimensions.get(get_column_letter(k))) is not None and d.width
+                     else _DEFAULT_WIDTH) for k in range(1, ws.max_column + 1))
+        landscape = width > PORTRAIT_WIDTH
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    if title_rows:
+        ws.print_title_rows = title_rows
 
 
 def recalculate(path: str | Path, outdir: str | Path, *, timeout: float = 180) -> Path:

@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from .. import store
 from ..check import check_ledger
-from ..console import Ledger, err, fail, out, print_csv, print_json
-from . import IngestError, ingest, list_batches, undo_batch
+from ..console import Ledger, deprecated, err, fail, one_format, out, plural, print_csv, print_json
+from ..formats import count
+from ..tables import FitTable
+from . import ADJUSTABLE, IngestError, ingest, list_batches, undo_batch
 
 KINDS_HELP = {
     "requests": "per-request usage (one row per LLM call)",
@@ -27,10 +29,10 @@ KINDS_HELP = {
 def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, dry_run: bool, as_adjustment: bool,
          as_json: bool, source: Optional[str] = None, map_path: Optional[Path] = None) -> None:
     if source is not None and map_path is None:
-        fail(f"--from {source} needs --map MAP.toml: the map says which {source} field gives each ledger column "
+        fail(f"--source {source} needs --map MAP.toml: the map says which {source} field gives each ledger column "
              "(docs/adapters.md)")
     if map_path is not None and source is None:
-        fail("--map is read only with --from SOURCE (the files are in the ledger's own format otherwise)")
+        fail("--map is read only with --source SOURCE (the files are in the ledger's own format otherwise)")
     from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     show = sys.stderr.isatty() and not as_json
@@ -46,7 +48,7 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
             opts = dict(fmt=fmt, register_new=register_new, dry_run=dry_run, as_adjustment=as_adjustment,
                         on_step=on_step, on_progress=lambda pct: progress.update(task, total=100, completed=pct))
             if kind == "bill" and source is not None:
-                fail("--from and --map do not apply to a bill: it is read as FOCUS (docs/reconcile.md)")
+                fail("--source and --map do not apply to a bill: it is read as FOCUS (docs/reconcile.md)")
             if kind == "bill":
                 from .bill import ingest_bill
 
@@ -68,22 +70,52 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
         print_json({**result.as_dict(), "warnings": warnings})
         return
     for f in result.files:
-        out.print(f"{f.path}: {f.rows} rows read ({f.format}, sha256 {f.sha256[:12]})", markup=False)
+        out.print(f"{f.path}: {plural(f.rows, 'row')} read ({f.format}, sha256 {f.sha256[:12]})", markup=False)
     for d, names in result.registered.items():
         if names:
             out.print(f"{'would register' if dry_run else 'registered'} {d}s: {', '.join(names)}", markup=False)
     if result.dry_run:
-        out.print(f"dry run: {result.rows_read} rows valid; nothing written")
+        out.print(f"dry run: {plural(result.rows_read, 'row')} valid; nothing written")
         return
     note = f" (booked into {result.booked_period} as an adjustment)" if result.booked_period else ""
     if result.rows_new == 0:
-        out.print(f"{result.rows_read} rows read, 0 new, {result.rows_duplicate} duplicate: already in the ledger, "
-                  f"nothing added (batch {result.batch_id})")
+        out.print(f"{plural(result.rows_read, 'row')} read, 0 new, {result.rows_duplicate:,} duplicate: already in "
+                  f"the ledger, nothing added (batch {result.batch_id})")
     else:
-        out.print(f"{result.rows_read} rows read, {result.rows_new} new, {result.rows_duplicate} duplicate; "
-                  f"batch {result.batch_id}{note}")
+        out.print(f"{plural(result.rows_read, 'row')} read, {result.rows_new:,} new, {result.rows_duplicate:,} "
+                  f"duplicate; batch {result.batch_id}{note}")
     for w in warnings:
         err.print(f"warning: {w}", markup=False)
+
+
+#: The columns of `batches --csv` (`files`: the paths, separated by spaces).
+BATCH_COLUMNS = ("id", "kind", "created_at", "rows_read", "rows_new", "rows_duplicate", "first_at", "last_at",
+                 "booked_period", "files")
+
+
+def _when(iso: str | None, length: int) -> str:
+    """An ISO instant of `batches --json` as the table shows it: to the second or the minute, a space
+    between date and time (where it may wrap)."""
+    return iso[:length].replace("T", " ") if iso else "—"
+
+
+def batches_as_table(data: list[dict]) -> FitTable:
+    """The batches of `ledger batches` (the dicts of its JSON) for a person: an id whole, paths
+    folded, never cut; counts grouped; instants in UTC."""
+    t = FitTable(title=f"batches ({count(len(data))}; times UTC)")
+    t.add_column("batch", numeric=False)  # one word: whole, to copy into `batches undo` (a narrow terminal stacks)
+    for name in ("kind", "created"):
+        t.add_column(name, numeric=False)
+    for name in ("read", "new", "dup"):
+        t.add_column(name)
+    for name in ("first", "last"):
+        t.add_column(name, numeric=False)
+    t.add_column("files", numeric=False, fold=True)
+    for d in data:  # ids, kinds and paths are data, never markup
+        t.add_row(Text(d["id"]), d["kind"], _when(d["created_at"], 19), count(d["rows_read"]), count(d["rows_new"]),
+                  count(d["rows_duplicate"]), _when(d["first_at"], 16), _when(d["last_at"], 16),
+                  Text(", ".join(f["path"] for f in d["files"])))
+    return t
 
 
 def _batch_warnings(result) -> list[str]:
@@ -100,25 +132,59 @@ def _batch_warnings(result) -> list[str]:
     return [f.message for f in report.findings]
 
 
+def _one_of(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _sources_of(kind: str) -> list[str]:
+    """The other tools' exports `ingest KIND --source` reads (ledger.ingest.sources)."""
+    from .sources import SOURCES
+
+    return [name for name, adapter in SOURCES.items() if adapter.KIND == kind]
+
+
 def register(app: typer.Typer) -> None:
     ingest_app = typer.Typer(help="Ingest usage files (CSV, Parquet, JSON Lines) as one atomic batch.",
                              no_args_is_help=True)
     app.add_typer(ingest_app, name="ingest")
 
     def make(kind: str):
-        def command(files: List[Path] = typer.Argument(..., help="CSV, Parquet or JSON Lines files"),
-                    fmt: Optional[str] = typer.Option(None, "--format", help="csv | parquet | jsonl (default: by extension)"),
-                    register_new: bool = typer.Option(False, "--register-new", help="register unknown tenants and products"),
+        # An option a kind refuses is hidden from its help (still accepted, so that it is refused
+        # with the reason): --as-adjustment where the kind is not ADJUSTABLE, --source and --map
+        # where no adapter gives the kind.
+        sources = _sources_of(kind)
+        adjust_help = ("book rows of closed periods into the current open period" if kind in ADJUSTABLE else
+                       f"not for {kind} (only {', '.join(ADJUSTABLE)}): book a late cost as a charge in an open "
+                       "period")
+        source_help = (f"read another tool's export (needs --map): {_one_of(sources)} (docs/adapters.md)"
+                       if sources else f"no other tool's export gives {kind}")
+        named = kind not in ("fleet", "bill")  # kinds with tenant or product names to register
+        formats = "csv | parquet (default: by extension)" if kind == "bill" else \
+            "csv | parquet | jsonl (default: by extension)"
+
+        def command(files: List[Path] = typer.Argument(..., help="CSV or Parquet files" if kind == "bill" else
+                                                       "CSV, Parquet or JSON Lines files"),
+                    fmt: Optional[str] = typer.Option(None, "--format", help=formats),
+                    register_new: bool = typer.Option(False, "--register-new", hidden=not named,
+                                                      help="register unknown tenants" + (
+                                                          " (the tenant:NAME of allocate)" if kind == "charges" else
+                                                          " and products")),
                     dry_run: bool = typer.Option(False, "--dry-run", help="validate only; write nothing"),
-                    as_adjustment: bool = typer.Option(False, "--as-adjustment",
-                                                       help="book rows of closed periods into the current open period"),
-                    as_json: bool = typer.Option(False, "--json"),
-                    source: Optional[str] = typer.Option(None, "--from",
-                                                         help="read another tool's export (needs --map): litellm, langfuse or otel "
-                                                              "for requests; langfuse-scores for outcomes"),
-                    map_path: Optional[Path] = typer.Option(None, "--map",
+                    as_adjustment: bool = typer.Option(False, "--as-adjustment", help=adjust_help,
+                                                       hidden=kind not in ADJUSTABLE),
+                    as_json: bool = typer.Option(False, "--json", help="print what was ingested as JSON (batch, "
+                                                                       "files, rows, warnings)"),
+                    source: Optional[str] = typer.Option(None, "--source", help=source_help, hidden=not sources),
+                    map_path: Optional[Path] = typer.Option(None, "--map", hidden=not sources,
                                                             help="TOML map of source fields to ledger columns "
-                                                                 "(with --from; docs/adapters.md)")) -> None:
+                                                                 "(with --source; docs/adapters.md)"),
+                    old_source: Optional[str] = typer.Option(None, "--from", hidden=True,
+                                                             help="deprecated spelling of --source")) -> None:
+            if old_source is not None:
+                if source is not None:
+                    fail("give --source once (--from is its old spelling)")
+                deprecated("--from", "--source")
+                source = old_source
             _run(kind, files, fmt, register_new, dry_run, as_adjustment, as_json, source, map_path)
         command.__doc__ = f"Ingest {KINDS_HELP[kind]}."
         return command
@@ -131,11 +197,14 @@ def register(app: typer.Typer) -> None:
     app.add_typer(batches_app, name="batches")
 
     @batches_app.callback()
-    def batches(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"),
-                as_csv: bool = typer.Option(False, "--csv")) -> None:
+    def batches(ctx: typer.Context,
+                as_json: bool = typer.Option(False, "--json", help="print the batches as JSON (files with their "
+                                                                   "SHA-256)"),
+                as_csv: bool = typer.Option(False, "--csv", help="print one row per batch as CSV")) -> None:
         """List ingest batches."""
         if ctx.invoked_subcommand:
             return
+        one_format(as_json, as_csv)
         with Ledger() as s:
             rows = list_batches(s)
         data = [{"id": b.id, "kind": b.kind, "created_at": b.created_at.isoformat(), "rows_read": b.rows_read,
@@ -148,21 +217,17 @@ def register(app: typer.Typer) -> None:
             return
         if as_csv:
             print_csv([{**{k: v for k, v in d.items() if k != "files"},
-                        "files": " ".join(f["path"] for f in d["files"])} for d in data])
+                        "files": " ".join(f["path"] for f in d["files"])} for d in data], header=list(BATCH_COLUMNS))
             return
-        t = Table("batch", "kind", "created", "read", "new", "dup", "first", "last", "files", title=f"batches ({len(data)})")
-        for d in data:
-            t.add_row(d["id"], d["kind"], d["created_at"][:19], str(d["rows_read"]), str(d["rows_new"]),
-                      str(d["rows_duplicate"]), (d["first_at"] or "")[:16], (d["last_at"] or "")[:16],
-                      ", ".join(f["path"] for f in d["files"]))
-        out.print(t)
+        out.print(batches_as_table(data))
 
     @batches_app.command("undo")
-    def undo(batch_id: str = typer.Argument(...)) -> None:
-        """Remove a batch whose period is open."""
+    def undo(batch_id: str = typer.Argument(..., help="the batch id, as `ledger batches` lists it")) -> None:
+        """Remove a batch whose period is open (to correct rows: undo their batch, then ingest the corrected
+        file again)."""
         with Ledger() as s:
             try:
                 b = undo_batch(s, batch_id)
             except store.StoreError as e:
                 fail(str(e))
-        out.print(f"batch {b.id} ({b.kind}, {b.rows_new} rows) removed")
+        out.print(f"batch {b.id} ({b.kind}, {plural(b.rows_new, 'row')}) removed")

@@ -1,20 +1,17 @@
 """Stage 5, commit: the ingest under its lock, the atomic batch commit, orphan sweeping, batch listing and undo."""
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 from sqlmodel import select
 
-from .. import config, duck, facts, store
+from .. import config, duck, facts, facts_layout, store
 from ..models import IngestBatch, Pool
 from . import enums, opening
 from .checks import cast_checks, checks, jsonl_checks, lit, q
@@ -22,20 +19,12 @@ from .dedupe import _already_ingested, _dedupe
 from .opening import _digests_in_background, _open_sources, _read_select
 from .records import (ADJUSTABLE, MAX_PROBLEMS, FileReport, IngestError, IngestResult, Problem, _first_line,
                       _reject_problem, _Source)
-from .rows import _any_bad, _row_problems, _summary, _value_checks, lines_at_bytes
+from .rows import (_any_bad, _row_problems, _summary, _value_checks, closed_period_problem, lines_at_bytes,
+                   unknown_name_problems)
 from .staging import _booked_sql, _copy, _pass_sql, _typed_cols, _watch
 
 
-@contextmanager
-def _lock(home: Path):
-    d = home / "facts"
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / ".ingest.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+_lock = facts_layout.lock  # one writer of a home's facts at a time: ingests, undos, the migration
 
 
 def _connect(home: Path) -> duckdb.DuckDBPyConnection:
@@ -48,15 +37,19 @@ def _connect(home: Path) -> duckdb.DuckDBPyConnection:
 
 
 def sweep_orphans(s, home: Path) -> list[Path]:
-    """Delete fact files whose batch is not committed, and leftover staging; returns what it removed."""
+    """Delete fact files whose batch is not committed (flat or in any month), and leftover staging;
+    returns what it removed. Call under the lock."""
     committed = {b for ids in facts.committed_batches(s).values() for b in ids}
     removed = []
     root = home / "facts"
     for kind in facts.KINDS:
-        for f in (root / kind).glob("*.parquet") if (root / kind).is_dir() else []:
+        flat, parted = facts.listing(kind, home)
+        for f in flat + parted:
             if facts.batch_of(f) not in committed:
                 f.unlink(missing_ok=True)
                 removed.append(f)
+        if parted:
+            facts_layout.remove_empty_partitions(kind, home)
     for d in (root / "_staging", root / "_tmp"):
         if d.exists():
             shutil.rmtree(d, ignore_errors=True)
@@ -78,9 +71,10 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     if kind not in facts.KINDS:
         raise IngestError([Problem(kind, None, None, f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
+        why = "a charge carries its own invoice period" if kind == "charges" else "intervals are capacity in time"
         raise IngestError([Problem(str(paths[0]) if paths else kind, None, None,
-                                   f"--as-adjustment applies to {', '.join(ADJUSTABLE)}; {kind} define capacity and "
-                                   "invoice periods of their own: book a late cost as a charge in an open period")])
+                                   f"--as-adjustment applies to {', '.join(ADJUSTABLE)}, not {kind} ({why}): book a "
+                                   "late cost as a charge in an open period")])
     if not paths:
         raise IngestError([Problem(kind, None, None, "no files given")])
     step = on_step or (lambda _m: None)
@@ -88,6 +82,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     with _lock(home), store.session() as s:
         store.check_initialized(s)
         sweep_orphans(s, home)
+        facts_layout.migrate(home, locked=True)  # a home of the flat layout moves to month partitions
         con = _connect(home)
         try:
             return _ingest(con, s, home, kind, [Path(p) for p in paths], fmt, register_new, dry_run, as_adjustment,
@@ -197,15 +192,10 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
     touched = set().union(*(x.months for x in sources))
     hit = sorted(touched & closed)
     problems = []
-    if unknown and not register_new:
-        problems += [Problem(", ".join(x.label for x in sources), None, d,
-                             f"{'unknown ' + d if len(v) == 1 else f'{len(v)} unknown {d}s'}: {_some(v)} (register with "
-                             f"`ledger dims add {d} NAME` or `ledger dims import`, or ingest with --register-new)")
-                     for d, v in unknown.items()]
-    if hit and not as_adjustment:
-        problems.append(Problem(", ".join(x.label for x in sources), None, None,
-                                f"touches closed period{'s' if len(hit) > 1 else ''} {', '.join(hit)}: refused "
-                                "(ingest with --as-adjustment to book it into the current open period)"))
+    if unknown and not register_new:  # at the first row holding one (for charges: the column allocate)
+        problems += unknown_name_problems(con, kind, sources, unknown)
+    if hit and not as_adjustment:  # at the first row dated in a closed month
+        problems.append(closed_period_problem(con, kind, sources, hit))
     if problems:
         shutil.rmtree(staging, ignore_errors=True)
         raise IngestError(problems)
@@ -226,28 +216,28 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                             rows_duplicate=dup_rows, dry_run=True,
                             as_adjustment=bool(booked_period), booked_period=booked_period, registered=unknown)
 
-    final_dir = home / "facts" / kind
-    final_dir.mkdir(parents=True, exist_ok=True)
+    # Into the month partitions of booked_at (facts_layout): nothing is read until the commit below
     moved: list[Path] = []
-    if new_rows and dup_rows == 0:  # every staged row is new: the staging files become the facts
-        for i, f in enumerate(staged):
-            dest = final_dir / f"{batch_id}-{i}.parquet"
-            os.replace(f, dest)
-            moved.append(dest)
-        _fsync_dir(final_dir)
-    elif new_rows:
-        step("writing facts")
-        dest = final_dir / f"{batch_id}-0.parquet"
-        _copy(con, "SELECT * FROM _new", dest)
-        moved.append(dest)
-        _fsync_dir(final_dir)
+    try:
+        if new_rows and dup_rows == 0:  # every staged row is new: the staging files become the facts
+            moved = facts_layout.place_files(con, kind, batch_id, staged, home, staging / "months")
+        elif new_rows:
+            step("writing facts")
+            moved = facts_layout.write_select(con, kind, batch_id, "SELECT * FROM _new", home, staging / "months",
+                                              within=staged)
+    except BaseException:
+        for m in facts_layout.batch_paths(kind, batch_id, home):
+            m.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     shutil.rmtree(staging, ignore_errors=True)
     step("committing")
     try:
         registered = {d: store.add_dims(s, kind=d, names=names) for d, names in unknown.items()}
         if kind == "fleet" and moved:
             written = ", ".join(lit(str(m)) for m in moved)
-            for (pool,) in con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}])").fetchall():
+            for (pool,) in con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}], hive_partitioning=false)"
+                                       ).fetchall():
                 if s.get(Pool, pool) is None:
                     s.add(Pool(name=pool, display_name=pool))
         first, last = _extent(con, kind, moved)
@@ -266,12 +256,6 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                         booked_period=booked_period, registered=registered)
 
 
-def _some(names: list[str], shown: int = 10) -> str:
-    """The first `shown` names, and how many more: a refusal is a line, not a file of names."""
-    head = ", ".join(names[:shown])
-    return head if len(names) <= shown else f"{head} and {len(names) - shown} more"
-
-
 def _report(x: _Source) -> FileReport:
     """What the batch says of a file: the file itself, or the source it was converted from."""
     o = x.origin
@@ -287,14 +271,6 @@ def _new_batch_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _extent(con, kind: str, files: list[Path]) -> tuple[datetime | None, datetime | None]:
     """First and last instant the batch's rows count at (for ranges: first start, last end - 1 µs)."""
     if not files:
@@ -302,7 +278,7 @@ def _extent(con, kind: str, files: list[Path]) -> tuple[datetime | None, datetim
     spec = facts.KINDS[kind]
     lst = ", ".join(lit(str(f)) for f in files)
     last = "max(booked_at)" if len(spec.dated_by) == 1 else f"max({q(spec.dated_by[1])}) - INTERVAL 1 MICROSECOND"
-    return con.execute(f"SELECT min(booked_at), {last} FROM read_parquet([{lst}])").fetchone()
+    return con.execute(f"SELECT min(booked_at), {last} FROM read_parquet([{lst}], hive_partitioning=false)").fetchone()
 
 
 # ---- batches ------------------------------------------------------------------------------------
@@ -312,7 +288,14 @@ def list_batches(s) -> list[IngestBatch]:
 
 
 def undo_batch(s, batch_id: str) -> IngestBatch:
-    """Remove a committed batch whose period(s) are open: the DB row first (the commit point), then its files."""
+    """Remove a committed batch whose period(s) are open: the DB row first (the commit point), then its
+    files in every month partition (and a flat one of a home not yet migrated), under the ingest lock."""
+    home = config.ledger_home()
+    with _lock(home):
+        return _undo(s, batch_id, home)
+
+
+def _undo(s, batch_id: str, home: Path) -> IngestBatch:
     b = s.get(IngestBatch, batch_id)
     if b is None:
         raise store.StoreError(f"no batch {batch_id}")
@@ -327,6 +310,7 @@ def undo_batch(s, batch_id: str) -> IngestBatch:
                                f"{', '.join(closed)}: it cannot be undone")
     s.delete(b)
     s.commit()
-    for f in facts.kind_dir(b.kind).glob(f"{batch_id}-*.parquet"):
+    for f in facts_layout.batch_paths(b.kind, batch_id, home):
         f.unlink(missing_ok=True)
+    facts_layout.remove_empty_partitions(b.kind, home)
     return b

@@ -135,9 +135,11 @@ def _conflict_problems(con, kind, sources, s) -> list[Problem]:
     for keyval, i, line, other_i, other_line, existing_file in rows:
         if existing_file:
             bid = facts.batch_of(Path(existing_file))
-            other = f"batch {bid} (from {batch_files.get(bid, 'an earlier file')})"
+            message = (f"{keyval!r} is already in batch {bid} (from {batch_files.get(bid, 'an earlier file')}) with "
+                       f"different content (a key must not change): to correct that row, undo its batch with "
+                       f"`ledger batches undo {bid}` and ingest the corrected file again")
         else:
-            other = f"{sources[other_i].label}:{other_line}"
-        out.append(Problem(sources[i].label, int(line), spec.key[0],
-                           f"{keyval!r} is already in {other} with different content (a key must not change)"))
+            message = (f"{keyval!r} is already in {sources[other_i].label}:{other_line} with different content (a key "
+                       "must not change): keep one of the two rows")
+        out.append(Problem(sources[i].label, int(line), spec.key[0], message))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..facts_layout import FACT_PARQUET
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl"}
@@ -12,7 +13,7 @@ MAX_LINE_BYTES = 1 << 20
 ADJUSTABLE = ("requests", "meters", "outcomes", "bill")
 # Parquet 2 encodings (delta-packed integers and instants) with zstd at level 1 write in half the
 # time of DuckDB's defaults (Parquet 1, zstd level 3) for files of about the same size.
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, PARQUET_VERSION V2"
+PARQUET_OPTIONS = FACT_PARQUET  # one definition for ingest and the migration of a home (facts_layout)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from babel.numbers import list_currencies
 from .. import facts, names, store, units
 from .checks import Check, lit, q, said, show
 from .opening import _read_select, line_ends
-from .records import MAX_LINE_BYTES, MAX_PROBLEMS, Problem, _Source
-from .staging import _pq
+from .records import ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, Problem, _Source
+from .staging import _pq, _typed_cols
 
 
 def _any_bad(row_checks: list[Check]) -> str:
@@ -77,6 +77,61 @@ def _value_checks(kind: str, values: dict) -> list[Check]:
             out.append(Check(currency, f"{q(currency)} IN ({', '.join(lit(c) for c in bad)})",
                              f"'''' || {q(currency)} || ''' is not an ISO 4217 currency code'"))
     return out
+
+
+def unknown_name_problems(con, kind: str, sources: list[_Source], unknown: dict[str, list[str]]) -> list[Problem]:
+    """One refusal per dimension with names the ledger does not know (`unknown`: tenant or product ->
+    sorted names), at the file, line and column of the first row that holds one: the column is the
+    dimension's own, or ``allocate`` for a charge's ``tenant:NAME``. It names the first ten and
+    counts the rest, so a million unknown tenants are still one line. The files are read again, with
+    line numbers, only for a refusal."""
+    out = []
+    for d, names in unknown.items():
+        column = "allocate" if kind == "charges" and d == "tenant" else d
+        value = (f"CASE WHEN starts_with({q('allocate')}, 'tenant:') THEN {q('allocate')}[8:] END"
+                 if column == "allocate" else q(column))
+        con.execute("CREATE OR REPLACE TEMP TABLE _unknown AS SELECT unnest(?::VARCHAR[]) AS v", [names])
+        where = (", ".join(x.label for x in sources), None)
+        for src in sources:
+            found = con.execute(f"SELECT min(_line) FROM ({_read_select(kind, src, None, with_line=True)}) "
+                                f"WHERE {value} IN (SELECT v FROM _unknown)").fetchone()[0]
+            if found is not None:
+                where = (src.label, physical_lines(src, [int(found)]).get(int(found), int(found)))
+                break
+        some = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        if column == "allocate":
+            what = (f"tenant:{names[0]} names an unknown tenant" if len(names) == 1 else
+                    f"{len(names)} unknown tenants in tenant:NAME rules: {some}")
+        else:
+            what = f"unknown {d}: {some}" if len(names) == 1 else f"{len(names)} unknown {d}s: {some}"
+        name = names[0] if len(names) == 1 and re.fullmatch(r"\w[\w.:@/+-]*", names[0]) else "NAME"
+        hint = f"`ledger dims add {d} {name}` or `ledger dims import`"
+        out.append(Problem(where[0], where[1], column, f"{what} (register with {hint}, or ingest with --register-new)"))
+    return out
+
+
+def closed_period_problem(con, kind: str, sources: list[_Source], hit: list[str]) -> Problem:
+    """The refusal of rows in closed months `hit`, at the file and line of the first row dated in
+    one of them (found by reading the files again; none when only the batch's span covers the month),
+    with the way out the kind has: --as-adjustment, or for fleet and charges a charge in an open month."""
+    spec = facts.KINDS[kind]
+    first, last = spec.dated_by[0], spec.dated_by[-1]
+    spans = []
+    for name in hit:
+        lo, hi = (lit(t.isoformat()) + "::TIMESTAMPTZ" for t in store.month_bounds(name))
+        spans.append(f"({q(first)} >= {lo} AND {q(first)} < {hi})" if first == last else
+                     f"({q(first)} < {hi} AND {q(last)} > {lo})")
+    where: tuple[str, int | None] = (", ".join(x.label for x in sources), None)
+    for src in sources:
+        typed = f"SELECT _line, {_typed_cols(kind)} FROM ({_read_select(kind, src, None, with_line=True)})"
+        found = con.execute(f"SELECT min(_line) FROM ({typed}) WHERE {' OR '.join(spans)}").fetchone()[0]
+        if found is not None:
+            where = (src.label, physical_lines(src, [int(found)]).get(int(found), int(found)))
+            break
+    way = ("ingest with --as-adjustment to book it into the current open period" if kind in ADJUSTABLE else
+           f"a closed month takes no new {kind} rows; book a late cost as a charge in an open period")
+    return Problem(where[0], where[1], first if where[1] is not None else None,
+                   f"touches closed period{'s' if len(hit) > 1 else ''} {', '.join(hit)}: refused ({way})")
 
 
 def _row_problems(con, kind: str, src: _Source, row_checks: list[Check]) -> tuple[list[Problem], int]:

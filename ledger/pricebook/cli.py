@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from .. import store
-from ..console import Ledger, fail, out, parse_instant, print_json
+from ..console import Ledger, fail, one_format, out, parse_instant, plural, print_csv, print_json
+from ..formats import unit_cost
+from ..tables import FitTable
 from . import PriceIndex, cross_book_problems, default_paths, load_books
 
 pricebook_app = typer.Typer(help="Dated price books: check, load, show, import.", no_args_is_help=True)
@@ -20,18 +22,37 @@ def _paths(paths: Optional[List[Path]]) -> list[Path]:
     return list(paths) if paths else default_paths()
 
 
+_PATHS_HELP = "files or folders (default pricebooks/)"
+#: The columns of `pricebook check --csv`: one row per problem.
+PROBLEM_COLUMNS = ("file", "line", "column", "entry", "message")
+
+
 @pricebook_app.command("check")
-def pricebook_check(paths: Optional[List[Path]] = typer.Argument(None, help="files or folders (default pricebooks/)")) -> None:
-    """Validate price books: exit 0 when clean, else one line per problem naming file and entry."""
+def pricebook_check(paths: Optional[List[Path]] = typer.Argument(None, help=_PATHS_HELP),
+                    as_json: bool = typer.Option(False, "--json", help="print the books checked and the problems "
+                                                                       "(file, line, column, entry, message) as JSON"),
+                    as_csv: bool = typer.Option(False, "--csv", help="print the problems as CSV, one row each "
+                                                                     "(header only when there are none)")) -> None:
+    """Validate price books: exit 0 when clean, else exit 1 and one line per problem naming file and
+    entry (with --json or --csv, the problems on stdout, line and column where known)."""
+    one_format(as_json, as_csv)
     books, problems = load_books(_paths(paths))
-    if problems:
-        fail([str(p) for p in problems])
     n = sum(len(b.prices) for b in books)
-    out.print(f"{len(books)} price books, {n} prices: no problems")
+    if as_json:
+        print_json({"ok": not problems, "books": [b.ref for b in books], "prices": n,
+                    "problems": [p.as_dict() for p in problems]})
+    elif as_csv:
+        print_csv([p.as_dict() for p in problems], header=list(PROBLEM_COLUMNS), numeric=("line", "column"))
+    elif problems:
+        fail([str(p) for p in problems])
+    else:
+        out.print(f"{plural(len(books), 'price book')}, {plural(n, 'price')}: no problems")
+    if problems:
+        raise typer.Exit(1)
 
 
 @pricebook_app.command("load")
-def pricebook_load(paths: Optional[List[Path]] = typer.Argument(None, help="files or folders (default pricebooks/)")) -> None:
+def pricebook_load(paths: Optional[List[Path]] = typer.Argument(None, help=_PATHS_HELP)) -> None:
     """Validate, then store the books in the ledger. A loaded version is immutable."""
     books, problems = load_books(_paths(paths))
     if problems:
@@ -56,14 +77,24 @@ def _cross_with_stored(stored, new) -> list[str]:
 
 
 @pricebook_app.command("show")
-def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant, default now"),
-                   meter: Optional[str] = typer.Option(None, "--meter"),
-                   sku: Optional[str] = typer.Option(None, "--sku"),
-                   region: Optional[str] = typer.Option(None, "--region"),
+def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="the instant (ISO 8601, e.g. "
+                                                                        "2026-10-15T00:00:00Z; a date is its 00:00 "
+                                                                        "UTC); default now"),
+                   meter: Optional[str] = typer.Option(None, "--meter", help="keep the prices of this meter, e.g. "
+                                                                             "gpu_time or input_tokens"),
+                   sku: Optional[str] = typer.Option(None, "--sku", help="keep the prices of this SKU (a GPU or a "
+                                                                         "model), e.g. H100-SXM-80GB"),
+                   region: Optional[str] = typer.Option(None, "--region", help="keep the prices of this region and "
+                                                                               "of *, e.g. us-east-1"),
                    provider: Optional[str] = typer.Option(None, "--provider",
                                                           help="keep the prices of this provider and of *"),
-                   as_json: bool = typer.Option(False, "--json")) -> None:
+                   as_json: bool = typer.Option(False, "--json", help="print the prices as JSON (prices as decimal "
+                                                                      "strings)"),
+                   as_csv: bool = typer.Option(False, "--csv", help="print one row per price as CSV (tiers as "
+                                                                    "ABOVE_INPUT_TOKENS:PRICE separated by spaces)")
+                   ) -> None:
     """The prices in force at an instant, over the books loaded in the ledger."""
+    one_format(as_json, as_csv)
     when = parse_instant(at, "--at") if at else datetime.now(timezone.utc)
     with Ledger() as s:
         books = store.books_from_store(s)
@@ -80,13 +111,33 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="instant,
     if as_json:
         print_json({"at": when.isoformat(), "prices": rows})
         return
-    t = Table("meter", "sku", "region", "option", "provider", "price", "per", "from", "to", "book",
-              title=f"prices in force at {when.isoformat()} ({len(rows)})")
+    if as_csv:
+        print_csv([{**r, "tiers": " ".join(f"{t['above_input_tokens']}:{t['price']}" for t in r["tiers"])}
+                   for r in rows], header=list(PRICE_COLUMNS), numeric=("price", "list_price", "upfront"))
+        return
+    out.print(prices_as_table(rows, when))
+
+
+def prices_as_table(rows: list[dict], when: datetime) -> FitTable:
+    """The prices in force (the rows of `pricebook show --json`) for a person. A price is a unit
+    cost: the column at 6 decimals (the JSON and CSV keep each price exact). Names are never markup,
+    never cut."""
+    t = FitTable(title=f"prices in force at {when.isoformat()} ({len(rows):,})", keys=2)
+    for col in ("meter", "sku", "region", "option", "provider"):
+        t.add_column(col, numeric=False)
+    t.add_column("price")
+    for col in ("per", "from", "to", "book"):
+        t.add_column(col, numeric=False)
     for r in rows:
         t.add_row(*map(Text, (r["meter"], r["sku"], r["region"], r["purchase_option"], r["provider"],
-                              f"{r['price']} {r['currency']}", r["per"], r["effective_from"][:10],
-                              (r["effective_to"] or "")[:10], f"{r['book']}@{r['version']}")))  # names are never markup
-    out.print(t)
+                              unit_cost(Decimal(r["price"]), r["currency"]), r["per"], r["effective_from"][:10],
+                              (r["effective_to"] or "")[:10], f"{r['book']}@{r['version']}")))
+    return t
+
+
+#: The columns of `pricebook show --csv`, the keys of each price in `--json`.
+PRICE_COLUMNS = ("meter", "sku", "region", "purchase_option", "provider", "price", "list_price", "currency", "per",
+                 "upfront", "term", "tiers", "effective_from", "effective_to", "book", "version", "source_url")
 
 
 import_app = typer.Typer(help="Write price books from a maintained price list.", no_args_is_help=True)

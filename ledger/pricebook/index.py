@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from .parse import _overlaps, parse_book
-from .records import Book, FxRate, NoPriceError, Price, Problem
+from .records import Book, FxRate, NoPriceError, Price, Problem, located
 
 
 def _book_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
@@ -74,8 +74,10 @@ def cross_book_problems(books: Iterable[Book], *, new: Iterable[str] = ()) -> li
         if a.book != b.book:
             if a.book in fresh and b.book not in fresh:
                 a, b = b, a
-            out.append(Problem(by_ref[f"{b.book}@{b.version}"].path, f"price[{b.entry}] {b.label()}",
-                               f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key"))
+            where = by_ref[f"{b.book}@{b.version}"]
+            out += located([Problem(where.path, f"price[{b.entry}] {b.label()}",
+                                    f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key")],
+                           where.text)
     return out
 
 

@@ -21,7 +21,7 @@ from ..money import MoneyError, quantize, to_decimal
 from ..names import CONTROL_CLASS, name_problem
 from .records import (BOOK_FIELD_LIMITS, EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, MONEY_INTEGER_DIGITS,
                       MONEY_PLACES, PRICE_FIELD_LIMITS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate, Price, Problem, Tier,
-                      price_label)
+                      located, price_label)
 
 _CURRENCIES = frozenset(list_currencies())
 _BOOK_FIELDS = {"name", "version", "currency", "source", "retrieved_at", "description"}
@@ -98,7 +98,13 @@ def _decimal(value: object, what: str) -> Decimal | str:
 
 
 def parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
-    """Parse and validate one book's TOML text. Returns the book (None when unusable) and problems."""
+    """Parse and validate one book's TOML text. Returns the book (None when unusable) and problems,
+    each with the line it concerns where known (:func:`records.located`)."""
+    book, problems = _parse_book(text, path)
+    return book, located(problems, text)
+
+
+def _parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
     problems: list[Problem] = []
 
     def err(entry: str, msg: str) -> None:

@@ -1,7 +1,8 @@
 """Price book records: books, dated prices, tiers, FX rates and the problems a check finds."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -34,14 +35,52 @@ class NoPriceError(LookupError, ValueError):
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong in a price book: `file`, the `entry` it concerns, and the `message`."""
+    """One thing wrong in a price book: `file`, the `entry` it concerns, and the `message`; where
+    known (:func:`located`), the 1-based `line` of the file (the entry's table header, or where
+    TOML stopped reading) and the 1-based `column` of a TOML syntax error."""
 
     file: str
     entry: str
     message: str
+    line: int | None = None
+    column: int | None = None
 
     def __str__(self) -> str:
         return f"{self.file}: {self.entry}: {self.message}" if self.entry else f"{self.file}: {self.message}"
+
+    def as_dict(self) -> dict:
+        """The problem for `pricebook check --json` and `--csv`."""
+        return {"file": self.file, "line": self.line, "column": self.column, "entry": self.entry or None,
+                "message": self.message}
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+_ENTRY = re.compile(r"(price|fx)\[(\d+)\]")
+_HEADER = re.compile(r"\s*(\[\[\s*(price|fx)\s*\]\]|\[\s*(book)\s*\])\s*(#.*)?")
+
+
+def located(problems: list[Problem], text: str) -> list[Problem]:
+    """`problems` of one book with the line each concerns, found in the book's `text`: a TOML
+    syntax error's own line and column; ``[book]`` and ``price[N]``/``fx[N]`` at the line of
+    their table header (the Nth ``[[price]]``). An entry with no header (an inline array) keeps None."""
+    headers: dict[str, list[int]] = {"price": [], "fx": [], "book": []}
+    for n, raw in enumerate(text.split("\n"), start=1):
+        m = _HEADER.fullmatch(raw.rstrip("\r"))
+        if m:
+            headers[m.group(2) or m.group(3)].append(n)
+    out = []
+    for p in problems:
+        line = column = None
+        if at := _TOML_AT.search(p.message):
+            line, column = int(at.group(1)), int(at.group(2))
+        elif p.entry.startswith("[book]") and headers["book"]:
+            line = headers["book"][0]
+        elif entry := _ENTRY.match(p.entry):
+            found = headers[entry.group(1)]
+            i = int(entry.group(2))
+            line = found[i - 1] if 0 < i <= len(found) else None
+        out.append(replace(p, line=line, column=column) if line is not None else p)
+    return out
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def map_for(path: str | Path | None) -> BillMap:
     if path is None:
         path = default_map_path()
         if not path.is_file():
-            raise ReconcileError(f"no bill map: name one with --map MAP.toml (or keep it as {path}); "
+            raise ReconcileError(f"no bill map: name one with --bill-map MAP.toml (or keep it as {path}); "
                                  "docs/reconcile.md shows how to write one")
     return load_map(path)
 

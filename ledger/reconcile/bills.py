@@ -99,7 +99,7 @@ def read_bill(s, bill_map: BillMap, *, start: datetime, end: datetime, currency:
               home: Path | None = None) -> Bill:
     """The committed bill rows of ``[start, end)`` placed by `bill_map`, in `currency`. Raises
     ReconcileError when a row's currency has no FX rate in force."""
-    files = facts.committed_files(s, "bill", home)
+    files = facts.committed_files(s, "bill", home, period=(start, end))  # the months of the period (booked_at)
     con = duck.connect("reconcile", home=home, ordered=True)
     try:
         body = facts.files_sql("bill", files, filename=True, con=con) if files else \

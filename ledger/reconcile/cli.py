@@ -15,14 +15,24 @@ def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="c
                   frm: Optional[str] = typer.Option(None, "--from", help="period start (ISO 8601 instant)"),
                   to: Optional[str] = typer.Option(None, "--to", help="period end, exclusive"),
                   map_path: Optional[Path] = typer.Option(
-                      None, "--map", help="bill map (TOML: bill rows to pools, providers, categories); default: "
-                                          "bill-map.toml in the ledger home"),
+                      None, "--bill-map", help="bill map (TOML: bill rows to pools, providers, categories); default: "
+                                               "bill-map.toml in the ledger home"),
+                  old_map: Optional[Path] = typer.Option(None, "--map", hidden=True,
+                                                         help="deprecated spelling of --bill-map"),
                   run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: the period's current "
                                                                             "run)"),
-                  as_json: bool = typer.Option(False, "--json"), as_csv: bool = typer.Option(False, "--csv")) -> None:
+                  as_json: bool = typer.Option(False, "--json", help="print the reconciliation as JSON (money as "
+                                                                         "decimal strings)"),
+                  as_csv: bool = typer.Option(False, "--csv", help="print one row per resource, unmatched group, "
+                                                                   "drift and total as CSV")) -> None:
     """Set the ledger's priced cost beside the cloud bill: per pool, provider and category, the
     unmatched bill cost, reported-cost drift per model, and one total line (priced, billed, variance)."""
     console.one_format(as_json, as_csv)
+    if old_map is not None:
+        if map_path is not None:
+            console.fail("give --bill-map once (--map is its old spelling)")
+        console.deprecated("--map", "--bill-map")
+        map_path = old_map
     start = end = None
     if run_id is None or period or frm or to:
         start, end = console.period_bounds(period, frm, to)

@@ -59,9 +59,9 @@ def reported_drift(s, *, start: datetime, end: datetime, prices: PriceIndex,
     """The drift of every provider and model with reported costs in ``[start, end)``, and notes.
     Raises ReconcileError when those requests cannot be priced (a price missing from the books)."""
     batches = facts.committed_batches(s)
-    con = facts.connect(batches, home)
+    con = facts.connect(batches, home, period=(start, end))  # rows are read by booked_at: the months of the period
     try:
-        base = facts.source_sql("requests", batches.get("requests", []), home, con)
+        base = facts.source_sql("requests", batches.get("requests", []), home, con, period=(start, end))
         lo, hi = start.astimezone(timezone.utc).isoformat(), end.astimezone(timezone.utc).isoformat()
         con.execute(f"CREATE TEMP TABLE _reported AS SELECT * FROM ({base}) WHERE provider IS NOT NULL AND "
                     f"provider <> '' AND reported_cost IS NOT NULL AND booked_at >= TIMESTAMPTZ {lit(lo)} AND "

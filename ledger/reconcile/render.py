@@ -1,22 +1,23 @@
 """Renderers of a reconciliation: ``reconciliation_as_json``, ``_as_csv`` and ``_as_table``.
 
 Money as decimal strings at 1e-6 in JSON and CSV (CSV written by :mod:`ledger.outputs`: every
-field quoted, text neutralized against formulas, numbers kept numbers), grouped with two to six
-decimals in the table; shares as ratios (JSON, CSV) or percentages (table).
+field quoted, text neutralized against formulas, numbers kept numbers), in the table as
+:mod:`ledger.formats` has it (money at 2 decimals, grouped); shares as ratios (JSON, CSV) or
+percentages (table).
 """
 from __future__ import annotations
 
 from decimal import Decimal
 
-from babel.numbers import format_decimal
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from ..allocate import period_label
 from ..economics import _iso
+from ..formats import count, money, percent
 from ..money import fmt
 from ..outputs import csv_text
+from ..tables import FitTable, paragraph
 from .bills import UNMATCHED_KEYS
 from .compare import Reconciliation
 
@@ -96,50 +97,55 @@ def reconciliation_as_csv(rec: Reconciliation) -> str:
     return csv_text(CSV_COLUMNS, rows, numeric=NUMERIC)
 
 
-def _money(d: Decimal | None) -> str:
-    return "—" if d is None else format_decimal(d, format="#,##0.00####", locale="en_US")
-
-
-def _pct(d: Decimal | None) -> str:
-    return "—" if d is None else format_decimal(d * 100, format="#,##0.00", locale="en_US") + "%"
-
-
 def reconciliation_as_table(rec: Reconciliation) -> Group:
-    """The reconciliation for a person: resources, unmatched rows, drift, the total line and notes."""
+    """The reconciliation for a person: resources, unmatched rows, drift, the total line and notes
+    (money and shares by :mod:`ledger.formats`; tables that fit the terminal, :mod:`ledger.tables`)."""
     p = period_label(rec.start, rec.end)
     bill = rec.bill
     head = (f"reconcile · {p['start']} to {p['end']} · run {rec.run_id[:12]}"
             f"{' (a true-up run: its variance lines left out)' if rec.run_true_up else ''} · {rec.currency} · "
-            f"bill batches {', '.join(bill.batches) or 'none'} ({bill.rows} rows) · map {rec.bill_map.get('path')}")
-    t = Table("resource", "priced", "billed (effective)", "difference", "share", "billed cost", "list cost",
-              "corrections", "rows", title="priced by the ledger, billed by the cloud")
+            f"bill batches {', '.join(bill.batches) or 'none'} ({count(bill.rows)} rows) · map "
+            f"{rec.bill_map.get('path')}")
+    t = FitTable(title="priced by the ledger, billed by the cloud")
+    t.add_column("resource", numeric=False)
+    for col in ("priced", "billed (effective)", "difference"):
+        t.add_column(col)
+    t.add_column("share", numeric=False, justify="right")
+    for col in ("billed cost", "list cost", "corrections", "rows"):
+        t.add_column(col)
     for r in rec.rows:
         b = r.billed
-        t.add_row(Text(r.resource.label()), _money(r.priced), _money(b.effective if b else None), _money(r.difference),
-                  _pct(r.share) if r.share is not None else (r.reason if b else "not billed"),
-                  _money(b and b.billed_cost), _money(b and b.list_cost), _money(b and b.corrections),
-                  str(b.rows) if b else "0")
-    parts: list = [Text(head), t]
+        t.add_row(Text(r.resource.label()), money(r.priced), money(b.effective if b else None), money(r.difference),
+                  percent(r.share) if r.share is not None else (r.reason if b else "not billed"),
+                  money(b and b.billed_cost), money(b and b.list_cost), money(b and b.corrections),
+                  count(b.rows if b else 0))
+    parts: list = [paragraph(head), t]
     if bill.unmatched:
-        u = Table(*UNMATCHED_KEYS, "rows", "effective cost", "billed cost",
-                  title=f"unmatched: {sum(x.rows for x in bill.unmatched)} rows no rule places, "
-                        f"{_money(bill.unmatched_total)}")
+        u = FitTable(title=f"unmatched: {count(sum(x.rows for x in bill.unmatched))} rows no rule places, "
+                           f"{money(bill.unmatched_total)}")
+        for k in UNMATCHED_KEYS:
+            u.add_column(k, numeric=False, fold=k == "resource_id")
+        for col in ("rows", "effective cost", "billed cost"):
+            u.add_column(col)
         for x in bill.unmatched[:SHOWN_UNMATCHED]:
-            u.add_row(*[Text(v or "") for v in x.key], str(x.rows), _money(x.effective), _money(x.billed_cost))
+            u.add_row(*[Text(v or "") for v in x.key], count(x.rows), money(x.effective), money(x.billed_cost))
         parts.append(u)
         if len(bill.unmatched) > SHOWN_UNMATCHED:
-            parts.append(Text(f"... and {len(bill.unmatched) - SHOWN_UNMATCHED} more groups (--json or --csv lists "
-                              "all)"))
+            parts.append(paragraph(f"... and {count(len(bill.unmatched) - SHOWN_UNMATCHED)} more groups (--json or "
+                                   "--csv lists all)"))
     if rec.drift:
-        d = Table("provider", "model", "currency", "requests", "ours (book)", "reported", "difference", "share",
-                  title="reported cost vs the book, per model (requests with a reported cost)")
+        d = FitTable(title="reported cost vs the book, per model (requests with a reported cost)", keys=2)
+        for col in ("provider", "model", "currency"):
+            d.add_column(col, numeric=False)
+        for col in ("requests", "ours (book)", "reported", "difference", "share"):
+            d.add_column(col)
         for x in rec.drift:
-            d.add_row(Text(x.provider), Text(x.model), x.currency, str(x.requests), _money(x.ours), _money(x.reported),
-                      _money(x.difference), _pct(x.share))
+            d.add_row(Text(x.provider), Text(x.model), x.currency, count(x.requests), money(x.ours), money(x.reported),
+                      money(x.difference), percent(x.share))
         parts.append(d)
-    parts.append(Text(f"total: priced {_money(rec.priced_billed)} · billed {_money(rec.billed_total)} · variance "
-                 f"{_money(rec.variance)} ({_pct(rec.variance_share)}); unmatched {_money(bill.unmatched_total)} "
-                 f"included; not billed {_money(rec.not_billed)}; run total {_money(rec.priced_total)} → trued up "
-                      f"{_money(rec.trued_up_total)}"))
-    parts += [Text(f"note: {n}") for n in rec.notes]
+    parts.append(paragraph(f"total: priced {money(rec.priced_billed)} · billed {money(rec.billed_total)} · variance "
+                           f"{money(rec.variance)} ({percent(rec.variance_share)}); unmatched "
+                           f"{money(bill.unmatched_total)} included; not billed {money(rec.not_billed)}; run total "
+                           f"{money(rec.priced_total)} → trued up {money(rec.trued_up_total)}"))
+    parts += [paragraph(f"note: {n}") for n in rec.notes]
     return Group(*parts)

@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from .. import console, runs, store
 from ..money import fmt
 from . import (BY, run_data_of_stored, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics,
                unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
+from .render import runs_as_table
 
 report_app = typer.Typer(help="Unit-economics reports over the current allocation run of a period.",
                          no_args_is_help=True)
@@ -27,6 +27,14 @@ def _load(s, period, frm, to, run_id):
     return run_data_of_stored(stored)
 
 
+_PERIOD = "calendar month, e.g. 2026-10 (its current run)"
+_FROM = "period start (ISO 8601 instant), with --to"
+_TO = "period end, exclusive"
+_RUN = "a run id (default: the period's current run)"
+_JSON = "print the report as JSON (money as decimal strings)"
+_CSV = "print one row per tenant, product or model as CSV"
+
+
 def _tenants(text: Optional[str]) -> Optional[list[str]]:
     if text is None:
         return None
@@ -37,15 +45,16 @@ def _tenants(text: Optional[str]) -> Optional[list[str]]:
 
 
 @report_app.command("unit-economics")
-def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period"),
-                       frm: Optional[str] = typer.Option(None, "--from"),
-                       to: Optional[str] = typer.Option(None, "--to"),
-                       run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: current run)"),
+def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PERIOD),
+                       frm: Optional[str] = typer.Option(None, "--from", help=_FROM),
+                       to: Optional[str] = typer.Option(None, "--to", help=_TO),
+                       run_id: Optional[str] = typer.Option(None, "--run", help=_RUN),
                        by: str = typer.Option("tenant", "--by", help="tenant, product or model"),
                        tenants: Optional[str] = typer.Option(None, "--tenants", help="only these tenants: a,b"),
-                       as_json: bool = typer.Option(False, "--json"),
-                       as_csv: bool = typer.Option(False, "--csv")) -> None:
-    """Cost, failed work, idle share, tokens, tasks and cost per success by tenant, product or model."""
+                       as_json: bool = typer.Option(False, "--json", help=_JSON),
+                       as_csv: bool = typer.Option(False, "--csv", help=_CSV)) -> None:
+    """Cost, failed work, shared idle (under idle policy share), tokens, tasks and cost per success by tenant,
+    product or model."""
     console.one_format(as_json, as_csv)
     if by not in BY:
         console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
@@ -68,13 +77,15 @@ def _unknown_tenants(report, data) -> None:
 
 
 @report_app.command("tenants")
-def tenants_cmd(period: Optional[str] = typer.Option(None, "--period"),
-                frm: Optional[str] = typer.Option(None, "--from"),
-                to: Optional[str] = typer.Option(None, "--to"),
-                run_id: Optional[str] = typer.Option(None, "--run", help="a run id (default: current run)"),
+def tenants_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PERIOD),
+                frm: Optional[str] = typer.Option(None, "--from", help=_FROM),
+                to: Optional[str] = typer.Option(None, "--to", help=_TO),
+                run_id: Optional[str] = typer.Option(None, "--run", help=_RUN),
                 tenants: Optional[str] = typer.Option(None, "--tenants", help="only these tenants: a,b"),
-                as_json: bool = typer.Option(False, "--json"),
-                as_csv: bool = typer.Option(False, "--csv")) -> None:
+                as_json: bool = typer.Option(False, "--json", help=_JSON),
+                as_csv: bool = typer.Option(False, "--csv",
+                                            help="print one row per metric, a column per tenant, as CSV")
+                ) -> None:
     """Tenants side by side: share of GPU, cost per success, failure rate, $/1M active tokens."""
     console.one_format(as_json, as_csv)
     with console.Ledger() as s:
@@ -85,10 +96,11 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period"),
                  table_of=tenants_as_table)
 
 
-def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only runs of this month"),
-             as_json: bool = typer.Option(False, "--json"),
-             as_csv: bool = typer.Option(False, "--csv")) -> None:
+def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only runs of this month, e.g. 2026-10"),
+             as_json: bool = typer.Option(False, "--json", help="print the runs as JSON (totals as decimal strings)"),
+             as_csv: bool = typer.Option(False, "--csv", help="print one row per run as CSV")) -> None:
     """Allocation runs, newest first; the first of a period is its current run."""
+    console.one_format(as_json, as_csv)
     start = end = None
     if period:
         start, end = console.period_bounds(period, None, None)
@@ -104,19 +116,7 @@ def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only r
                         "total": d["total"], "currency": d["currency"], "price_books": " ".join(d["price_books"]),
                         "code_version": d["code_version"]} for d in data], numeric=("total",))
         return
-    t = Table(title=f"runs ({len(data)})")
-    t.add_column("run", no_wrap=True)
-    for col in ("period", "created", "idle", "basis", "total", "price books", "code"):
-        t.add_column(col)
-    seen = set()
-    for d in data:
-        key = (d["period"]["start"], d["period"]["end"])
-        mark = "" if key in seen else " (current)"
-        seen.add(key)
-        t.add_row(d["run_id"] + mark, f"{d['period']['start']} to {d['period']['end']}", d["created_at"],
-                  d["idle_policy"], d["basis"], f"{d['total']} {d['currency']}", ", ".join(d["price_books"]),
-                  d["code_version"])
-    console.out.print(t)
+    console.out.print(runs_as_table(data))
 
 
 def close_cmd(period: str = typer.Option(..., "--period", help="the month to close, e.g. 2026-10")) -> None:

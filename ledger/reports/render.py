@@ -11,15 +11,16 @@ import json
 from collections.abc import Iterable
 from decimal import Decimal
 
-from babel.numbers import format_decimal
 from rich.console import Group
-from rich.table import Table
+from rich.text import Text
 
 from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, _iso, _opt,
                          _ratio, _tenant_entry, all_in_entry)
+from ..formats import count, money, percent, plural, unit_costs
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
+from ..tables import FitTable, paragraph
 
 
 def _provenance(report: Report) -> dict:
@@ -99,13 +100,9 @@ def unit_economics_as_csv(report: Report) -> str:
 _ALL_IN_TEXT = (f"{ALL_IN}_undefined_because", f"{ALL_IN}_definition", "cost_per_successful_task_definition")
 
 
-def _money(d: Decimal | None) -> str:
-    """Money for a person: grouped, two to six decimals (formatting happens here, at the edge)."""
-    return "—" if d is None else format_decimal(d, format="#,##0.00####", locale="en_US")
-
-
-def _pct(d: Decimal | None) -> str:
-    return "—" if d is None else format_decimal(d * 100, format="#,##0.0", locale="en_US") + "%"
+def _unit(v: Decimal | None) -> str:
+    """One unit cost alone (the all-in figure): its column rule applied to itself."""
+    return unit_costs([v])[0]
 
 
 def _title(report: Report, what: str) -> str:
@@ -119,17 +116,17 @@ def _all_in_text(report: Report) -> str:
     """The all-in figure worked out, e.g. ``26.20 = run total 131.00 ÷ 5 successful tasks``."""
     v = report.cost_per_successful_task_all_in
     if v is None:
-        return f"undefined ({NO_SUCCESS}; run total {_money(report.total)})"
+        return f"undefined ({NO_SUCCESS}; run total {money(report.total)})"
     n = report.successful_tasks
-    return f"{_money(v)} = run total {_money(report.total)} ÷ {n:,} successful task{'s' if n != 1 else ''}"
+    return f"{_unit(v)} = run total {money(report.total)} ÷ {count(n)} successful task{'s' if n != 1 else ''}"
 
 
 def _caption(report: Report) -> str:
     crit = ", ".join(report.criteria) or "none recorded"
     parts = [f"success criteria: {crit}", f"idle policy {report.run.idle_policy}", f"basis {report.run.basis}",
-             f"run total {_money(report.total)}"]
+             f"run total {money(report.total)}"]
     if report.tenants is None:
-        parts.append("not on tenants: " + ", ".join(f"{k} {_money(v)}" for k, v in report.unattributed.items()))
+        parts.append("not on tenants: " + ", ".join(f"{k} {money(v)}" for k, v in report.unattributed.items()))
     lines = [" · ".join(parts), f"all-in cost per successful task: {_all_in_text(report)}; all-in = "
              f"{ALL_IN_DEFINITION}"]
     if report.by != "model":
@@ -141,38 +138,50 @@ def _label(key: str | None, by: str) -> str:
     return key if key is not None else f"(no {by}: shared charges, shared idle)"
 
 
-def unit_economics_as_table(report: Report) -> Table | Group:
-    """A rich table of the report (money formatted here)."""
-    t = Table(title=_title(report, f"unit economics by {report.by}"), caption=_caption(report))
-    if report.by == "model":
-        for col in ("model", "cost", "GPU", "provider tokens", "requests", "active tokens", "$/1M active tokens",
+#: The header of the money a tenant (or product) carries of the shared idle (JSON: ``idle_share``):
+#: money under the idle policy ``share``, nothing under ``separate``.
+SHARED_IDLE = "shared idle"
+
+
+def unit_economics_as_table(report: Report) -> Group:
+    """The report for a person (money formatted here, by :mod:`ledger.formats`): the cost columns,
+    the volume columns and the cost by category, each a table that fits the terminal."""
+    rows, by, cur = report.rows, report.by, report.run.currency
+    per_m = unit_costs(r.cost_per_1m_active_tokens for r in rows)
+    if by == "model":
+        t = FitTable(title=_title(report, "unit economics by model"), caption=_caption(report))
+        t.add_column("model", numeric=False)
+        for col in ("cost", "GPU", "provider tokens", "requests", "active tokens", f"{cur}/1M active tokens",
                     "share of GPU"):
-            t.add_column(col, justify="left" if col == "model" else "right")
-        for r in report.rows:
-            t.add_row(_label(r.key, "model"), _money(r.cost), _money(r.gpu_cost),
-                      _money(r.by_category["provider_tokens"]), f"{r.requests:,}", f"{r.active_tokens:,}",
-                      _money(r.cost_per_1m_active_tokens), _pct(report.share_of_gpu(r)))
-        return t
-    # Headline columns first; the split by category is a second table, so each fits a terminal.
-    cols = [report.by, "cost", "failed work", "idle share", "requests", "active tokens", "tasks ok/fail/unknown",
-            "success rate", "cost per success (own cost)", "$/1M active tokens"]
-    for col in cols:
-        t.add_column(col, justify="left" if col == report.by else "right")
-    for r in report.rows:
+            t.add_column(col)
+        for r, pm in zip(rows, per_m):
+            t.add_row(_label(r.key, by), money(r.cost), money(r.gpu_cost), money(r.by_category["provider_tokens"]),
+                      count(r.requests), count(r.active_tokens), pm, percent(report.share_of_gpu(r)))
+        return Group(t)
+    per_task = unit_costs(r.cost_per_successful_task for r in rows)
+    t = FitTable(title=_title(report, f"unit economics by {by}"))
+    t.add_column(by, numeric=False)
+    for col in ("cost", "failed work", "failed share", SHARED_IDLE, "cost per success (own cost)",
+                f"{cur}/1M active tokens"):
+        t.add_column(col)
+    for r, ps, pm in zip(rows, per_task, per_m):
+        t.add_row(_label(r.key, by), money(r.cost), money(r.failed_work), percent(r.failed_work_share),
+                  money(r.idle_share), "undefined" if r.cost_per_successful_task is None else ps, pm)
+    volume = FitTable(title=f"requests, tokens and tasks by {by}", caption=_caption(report))
+    volume.add_column(by, numeric=False)
+    for col in ("requests", "active tokens", "tasks success", "tasks failure", "tasks unknown", "success rate"):
+        volume.add_column(col)
+    for r in rows:
         tk = r.tasks or {"success": 0, "failure": 0, "unknown": 0}
-        per_success = _money(r.cost_per_successful_task) if r.cost_per_successful_task is not None else "undefined"
-        t.add_row(_label(r.key, report.by), _money(r.cost),
-                  f"{_money(r.failed_work)} ({_pct(r.failed_work_share)})", _money(r.idle_share),
-                  f"{r.requests:,}", f"{r.active_tokens:,}",
-                  f"{tk['success']:,}/{tk['failure']:,}/{tk['unknown']:,}", _pct(r.success_rate), per_success,
-                  _money(r.cost_per_1m_active_tokens))
-    used = [c for c in CATEGORIES if any(r.by_category[c] for r in report.rows)]
-    cats = Table(title=f"cost by category ({report.run.currency})")
-    for col in [report.by, *used]:
-        cats.add_column(col, justify="left" if col == report.by else "right")
-    for r in report.rows:
-        cats.add_row(_label(r.key, report.by), *(_money(r.by_category[c]) for c in used))
-    return Group(t, cats)
+        volume.add_row(_label(r.key, by), count(r.requests), count(r.active_tokens), count(tk["success"]),
+                       count(tk["failure"]), count(tk["unknown"]), percent(r.success_rate))
+    used = [c for c in CATEGORIES if any(r.by_category[c] for r in rows)]
+    cats = FitTable(title=f"cost by category ({cur})")
+    for col in [by, *used]:
+        cats.add_column(col, numeric=col != by)
+    for r in rows:
+        cats.add_row(_label(r.key, by), *(money(r.by_category[c]) for c in used))
+    return Group(t, volume, cats)
 
 
 TENANT_METRICS = ("cost", "share of GPU", "cost per successful task", "success rate", "task failure rate",
@@ -218,29 +227,56 @@ def tenants_as_csv(report: Report) -> str:
     return buf.getvalue()
 
 
-def tenants_as_table(report: Report) -> Table:
-    """Tenants side by side (rich): one row per metric, one column per tenant."""
+def tenants_as_table(report: Report) -> FitTable:
+    """Tenants side by side (rich): one row per metric, one column per tenant; each row one format
+    (money, a unit cost by the row's one rule, a percentage or a count)."""
     if report.by != "tenant":
         raise ValueError("the tenant comparison needs a report by tenant")
-    t = Table(title=_title(report, "tenants side by side"), caption=_caption(report))
-    t.add_column("metric")
-    for r in report.rows:
-        t.add_column(r.key or "", justify="right")
-    metrics = [_tenant_metrics(report, r) for r in report.rows]
-    money_rows = {"cost", "cost per successful task", "$/1M active tokens", "idle share"}
-    pct_rows = {"share of GPU", "success rate", "task failure rate", "failed work share"}
-    for m in TENANT_METRICS:
-        cells = []
-        for x in metrics:
-            v = x[m]
-            if m in money_rows and v and not v.startswith("undefined"):
-                v = _money(Decimal(v))
-            elif m in pct_rows and v:
-                v = _pct(Decimal(v))
-            elif m in ("requests", "active tokens") or m.startswith("tasks"):
-                v = f"{int(v):,}"
-            cells.append(v or "—")
-        t.add_row("cost per successful task (own cost)" if m == "cost per successful task" else m, *cells)
+    rows = report.rows
+    t = FitTable(title=_title(report, "tenants side by side"), caption=_caption(report))
+    t.add_column("metric", numeric=False)
+    for r in rows:
+        t.add_column(r.key or "")
+    tasks = [r.tasks or {"success": 0, "failure": 0, "unknown": 0} for r in rows]
+
+    def fail_rate(tk: dict) -> Decimal | None:
+        decided = tk["success"] + tk["failure"]
+        return quantize(Decimal(tk["failure"]) / decided, RATIO_EXP) if decided else None
+
+    per_task = unit_costs(r.cost_per_successful_task for r in rows)
+    cells = {"cost": [money(r.cost) for r in rows],
+             "share of GPU": [percent(report.share_of_gpu(r)) for r in rows],
+             "cost per successful task (own cost)": ["undefined" if r.cost_per_successful_task is None else v
+                                                     for r, v in zip(rows, per_task)],
+             "success rate": [percent(r.success_rate) for r in rows],
+             "task failure rate": [percent(fail_rate(tk)) for tk in tasks],
+             "failed work share": [percent(r.failed_work_share) for r in rows],
+             f"{report.run.currency}/1M active tokens": unit_costs(r.cost_per_1m_active_tokens for r in rows),
+             SHARED_IDLE: [money(r.idle_share) for r in rows],
+             "requests": [count(r.requests) for r in rows],
+             "active tokens": [count(r.active_tokens) for r in rows],
+             **{f"tasks {k}": [count(tk[k]) for tk in tasks] for k in ("success", "failure", "unknown")}}
+    for metric, values in cells.items():
+        t.add_row(metric, *values)
+    return t
+
+
+def runs_as_table(data: list[dict]) -> FitTable:
+    """`ledger runs` for a person, from :func:`runs_as_json` (newest first): the first run of each
+    period is its current run; totals as money with the run's currency."""
+    t = FitTable(title=f"runs ({count(len(data))})", split=1)
+    t.add_column("run", numeric=False)
+    for col, numeric in (("period", False), ("created", False), ("idle", False), ("basis", False), ("total", True),
+                         ("price books", False), ("code", False)):
+        t.add_column(col, numeric=numeric)
+    seen = set()
+    for d in data:
+        key = (d["period"]["start"], d["period"]["end"])
+        mark = "" if key in seen else " (current)"
+        seen.add(key)
+        t.add_row(Text(d["run_id"] + mark), f"{d['period']['start']} to {d['period']['end']}", d["created_at"],
+                  d["idle_policy"], d["basis"], money(Decimal(d["total"]), d["currency"]),
+                  Text(", ".join(d["price_books"])), Text(d["code_version"]))
     return t
 
 
@@ -250,3 +286,45 @@ def runs_as_json(runs: Iterable) -> list[dict]:
              "currency": r.currency, "idle_policy": r.idle_policy, "basis": r.basis, "total": fmt(r.total),
              "price_books": json.loads(r.price_books), "code_version": r.code_version,
              "inputs_digest": r.inputs_digest} for r in runs]
+
+
+def summary_as_table(doc: dict) -> Group:
+    """The run summary `ledger allocate` prints (from its ``--json`` document, :func:`ledger.economics.summary`)
+    for a person: the run, its total and the all-in cost per successful task, where the money went by
+    kind and by category (money grouped at 2 decimals, each with its share of the total), the true-up,
+    flags and notes. Prose wraps at the terminal's width; nothing in it is read as markup."""
+    p, cur = doc["period"], doc["currency"]
+    total = Decimal(doc["total"])
+    parts: list = [paragraph(f"run {doc['run_id']} · {p['start']} to {p['end']} · {cur} · idle {doc['idle_policy']} · "
+                             f"basis {doc['basis']} · price books {', '.join(doc['price_books'])}"),
+                   paragraph(f"total {money(total, cur)} = lines {money(Decimal(doc['lines_total']))} "
+                             f"({plural(doc['lines'], 'line')}) · failed work {money(Decimal(doc['failed_work']))}")]
+    key = "cost_per_successful_task_all_in"
+    if doc[key] is not None:
+        parts.append(paragraph(f"all-in cost per successful task {_unit(Decimal(doc[key]))} = total "
+                               f"{money(Decimal(doc[key + '_numerator']))} ÷ "
+                               f"{plural(doc[key + '_denominator'], 'successful task')} ({doc['definitions'][key]})"))
+    else:
+        parts.append(paragraph(f"all-in cost per successful task: undefined ({doc['reasons'][key]})"))
+    t = FitTable(title=f"where the money went ({cur})")
+    t.add_column("kind / category", numeric=False)
+    t.add_column("amount")
+    t.add_column("of total")
+    for k, v in doc["by_kind"].items():
+        t.add_row(k, money(Decimal(v)), percent(Decimal(v) / total if total else None))
+    for k, v in doc["by_category"].items():
+        if Decimal(v) != 0:
+            t.add_row(f"  {k}", money(Decimal(v)), percent(Decimal(v) / total if total else None))
+    parts.append(t)
+    tu = doc.get("true_up")
+    if tu:
+        parts.append(paragraph(f"true-up: priced {money(Decimal(tu['priced_total']))} · billed "
+                               f"{money(Decimal(tu['billed_total']))} · variance {money(Decimal(tu['variance_total']))}"
+                               f" (unmatched {money(Decimal(tu['unmatched']))}) · bill batches "
+                               f"{', '.join(tu['bill_batches'])} · map {tu['bill_map']['path']}"))
+    flags: dict = {}
+    for f in doc["flags"]:
+        flags[(f["kind"], f["pool"])] = flags.get((f["kind"], f["pool"]), 0) + 1
+    parts += [paragraph(f"flag {kind}: pool {pool}, {plural(n, 'hour')}") for (kind, pool), n in sorted(flags.items())]
+    parts += [paragraph(f"note: {n}") for n in doc["notes"]]
+    return Group(*parts)

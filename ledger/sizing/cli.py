@@ -106,9 +106,13 @@ def size_command(
     product: Optional[str] = typer.Option(None, "--product", help="with --workload: only this product's traffic"),
     percentile: str = typer.Option("p99", "--percentile", help="with --workload: the per-minute TPM to size for: p50, p95, p99, max, mean"),
     time_to_ready_min: Optional[int] = typer.Option(None, "--time-to-ready-min", help="minutes a new replica needs to serve: warm reserve = replicas the workload's largest rise over it needs"),
-    as_json: bool = typer.Option(False, "--json", help="print the JSON report"),
+    as_json: bool = typer.Option(False, "--json", help="print the JSON report (money as decimal strings)"),
+    as_csv: bool = typer.Option(False, "--csv", help="print the sizing as CSV: one row per SLA (with --tier or "
+                                                     "--prefill-curve: per part, reserve and the sum)"),
 ) -> None:
     """Size a pool SLA-first: the SLA picks c*, c* the replica throughput, that the GPU count."""
+    if as_json and as_csv:
+        _fail("give --json or --csv, not both")
     try:
         _run(**locals())
     except SizingError as e:
@@ -118,7 +122,8 @@ def size_command(
 def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_select, util, ttft_ms, interpolate,
          repair, failure_reserve, canary, warm, device, region, purchase_option, at, hours_per_month, pricebooks,
          isl, osl, model_config, kv_dtype, max_model_len, mamba_cache_mode, weights_gib, gpu_mem_gib, mem_util,
-         workspace_gib, compare_curve, compare_select, as_json, tier, prefill_curve, prefill_format, prefill_select,
+         workspace_gib, compare_curve, compare_select, as_json, as_csv, tier, prefill_curve, prefill_format,
+         prefill_select,
          prefill_gpus_per_replica, workload, pool, product, percentile, time_to_ready_min) -> None:
     if (anchors is None) == (not curve):
         _fail("give the measured curve as exactly one of --anchors or --curve")
@@ -181,7 +186,7 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
             from .tiers import priced_parts
 
             pooled = priced_parts(pooled, price[0], **price[1])
-        _print_pool(pooled, as_json)
+        _print_pool(pooled, as_json, as_csv)
         return
     request = SizingRequest(tpm=tpm, slas=_slas(sla), gpus_per_replica=gpus_per_replica, util=util,
                             reserves=Reserves(failure_reserve, canary, warm), interpolate=interpolate,
@@ -203,7 +208,12 @@ def _run(*, tpm, sla, gpus_per_replica, anchors, curve, curve_format, curve_sele
     if as_json:
         sys.stdout.write(json.dumps(sizing_as_dict(result, deltas, alt), indent=2) + "\n")
         return
-    out = Console(highlight=False, soft_wrap=True)
+    if as_csv:
+        from .report_csv import sizing_as_csv
+
+        sys.stdout.write(sizing_as_csv(sizing_as_dict(result, deltas, alt)))
+        return
+    out = Console(highlight=False)  # prose wraps at the terminal width, like the tables
     for line in context_lines(result):
         out.print(line, markup=False)
     out.print(sizing_as_table(result))
@@ -283,14 +293,19 @@ def _price(device, region, purchase_option, at, hours_per_month, pricebooks):
     return price, dict(device=device, region=region, purchase_option=purchase_option, at=when, hours_per_month=hours)
 
 
-def _print_pool(result, as_json: bool) -> None:
-    """A pool in parts: the JSON, or the context, the table, the reserves and the operations table."""
+def _print_pool(result, as_json: bool, as_csv: bool = False) -> None:
+    """A pool in parts: the JSON, the CSV, or the context, the table, the reserves and the operations table."""
     from .pool_report import pool_as_dict, pool_as_table, pool_lines, pool_ops, pool_reserve_lines
 
     if as_json:
         sys.stdout.write(json.dumps(pool_as_dict(result), indent=2) + "\n")
         return
-    out = Console(highlight=False, soft_wrap=True)
+    if as_csv:
+        from .report_csv import pool_as_csv
+
+        sys.stdout.write(pool_as_csv(pool_as_dict(result)))
+        return
+    out = Console(highlight=False)  # prose wraps at the terminal width, like the tables
     for line in pool_lines(result):
         out.print(line, markup=False)
     out.print(pool_as_table(result))

@@ -223,7 +223,9 @@ def select_curve(curves: Iterable[Curve], select: str | None, *, where: str = ""
     chosen = curves if not select else tuple(c for c in curves if select.lower() in c.label.lower())
     if len(chosen) == 1:
         return chosen[0]
-    listing = "; ".join(f"[{c.label}] ({len(c.points)} points)" for c in curves)
+    from ledger.console import plural
+
+    listing = "; ".join(f"[{c.label}] ({plural(len(c.points), 'point')})" for c in curves)
     if not chosen:
         raise SizingError([f"{where or 'curves'}: no curve matches {select!r}; the curves are: {listing}"])
     raise SizingError([f"{where or 'curves'}: {len(chosen)} curves {'match ' + repr(select) if select else 'found'}; "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from decimal import Decimal
 
-from rich.table import Table
-
+from ..formats import count, figures, money, percent
+from ..tables import FitTable
 from .curve import fmt_num
 from .report import curve_as_dict, ops_as_dict, ops_lines, ops_table, workload_as_dict
 from .tiers import PoolResult, describe_tier
@@ -78,6 +79,8 @@ def pool_as_dict(result: PoolResult) -> dict:
 
 def pool_lines(result: PoolResult) -> list[str]:
     """The context above the table: mode, curves, traffic, tiers, limits, price, repairs, warnings."""
+    from ledger.console import plural
+
     from .traffic import workload_lines
 
     req, c = result.request, result.curve.context
@@ -86,11 +89,11 @@ def pool_lines(result: PoolResult) -> list[str]:
     kind = "disaggregated prefill/decode" if result.prefill_curve is not None else "SLA tiers"
     lines = [f"SLA-first sizing in parts ({kind}), {mode}",
              f"{'decode ' if result.prefill_curve is not None else ''}curve: {result.curve.label} [{c.format}], "
-             f"{len(result.curve.points)} points"
+             f"{plural(len(result.curve.points), 'point')}"
              + (f"; ISL/OSL {fmt_num(c.isl, 1)}/{fmt_num(c.osl, 1)}" if c.isl is not None else "")]
     if result.prefill_curve is not None:
         pc = result.prefill_curve
-        lines.append(f"prefill curve: {pc.label} [{pc.context.format}], {len(pc.points)} points"
+        lines.append(f"prefill curve: {pc.label} [{pc.context.format}], {plural(len(pc.points), 'point')}"
                      + (f"; ISL {fmt_num(pc.context.isl, 1)}" if pc.context.isl is not None else "")
                      + (f"; {pc.context.metrics}" if pc.context.metrics else ""))
     shape = (f"ISL/OSL {fmt_num(result.isl, 1)}/{fmt_num(result.osl, 1)} tokens" if result.isl is not None
@@ -112,27 +115,27 @@ def pool_lines(result: PoolResult) -> list[str]:
     return lines + list(result.repairs) + list(result.warnings)
 
 
-def pool_as_table(result: PoolResult) -> Table:
+def pool_as_table(result: PoolResult) -> FitTable:
     """Every tier and role, then each role's reserves with their reasons, then the sum."""
     cur = result.pricing.currency if result.pricing else "$"
-    t = Table(title=f"{result.status}: GPUs for {fmt_num(result.request.tpm, 0)} TPM"
-              + (f", {result.ratio} serving" if result.ratio else ""), title_justify="left")
+    t = FitTable(title=f"{result.status}: GPUs for {fmt_num(result.request.tpm, 0)} TPM"
+                 + (f", {result.ratio} serving" if result.ratio else ""), title_justify="left")
     for name in ("part", "share", "demand tok/s", "SLA tok/s/user", "TTFT limit", "c*", "replica tok/s",
                  "limited by", "replicas", "GPUs", f"{cur}/month"):
-        t.add_column(name, justify="left" if name in ("part", "limited by") else "right", no_wrap=name == "part")
-    for p in result.parts:
+        t.add_column(name, numeric=name not in ("part", "limited by"))
+    parts = result.parts
+    rate, sla, ttft, c_star, replica = (figures(getattr(p, k) for p in parts) for k in (
+        "rate_tok_s", "sla_tok_s_user", "ttft_limit_ms", "c_star", "replica_tok_s"))
+    for p, ra, sl, tt, c, rep in zip(parts, rate, sla, ttft, c_star, replica):
         unit = " in" if p.role == "prefill" else ""
-        t.add_row(_part_label(p), f"{(p.share * 100).normalize():f}%", fmt_num(p.rate_tok_s, 1) + unit, fmt_num(p.sla_tok_s_user),
-                  fmt_num(p.ttft_limit_ms), "-" if p.c_star is None else fmt_num(p.c_star, 1)
-                  + ("" if p.measured else "~"), fmt_num(p.replica_tok_s, 1) + unit, p.limited_by,
-                  f"{p.replicas:,}", f"{p.gpus:,}", "-" if p.monthly_cost is None else f"{p.monthly_cost:,.2f}")
+        t.add_row(_part_label(p), percent(p.share), ra + unit, sl, tt,
+                  c + ("" if p.measured or p.c_star is None else "~"), rep + unit, p.limited_by, count(p.replicas),
+                  count(p.gpus), money(p.monthly_cost))
     for r in result.reserves:
         label = f"{r.role} {r.kind} reserve" if r.role != "serving" else f"{r.kind} reserve"
-        t.add_row(label, "", "", "", "", "", "", "", f"{r.replicas:,}", f"{r.gpus:,}",
-                  "-" if r.monthly_cost is None else f"{r.monthly_cost:,.2f}")
-    total = result.monthly_cost
-    t.add_row("sum", "100%", "", "", "", "", "", "", f"{result.replicas():,}", f"{result.gpus:,}",
-              "-" if total is None else f"{total:,.2f}", style="bold")
+        t.add_row(label, "", "", "", "", "", "", "", count(r.replicas), count(r.gpus), money(r.monthly_cost))
+    t.add_row("sum", percent(Decimal(1)), "", "", "", "", "", "", count(result.replicas()), count(result.gpus),
+              money(result.monthly_cost), style="bold")
     return t
 
 
@@ -142,7 +145,7 @@ def pool_reserve_lines(result: PoolResult) -> list[str]:
             for r in result.reserves]
 
 
-def pool_ops(result: PoolResult) -> tuple[Table, list[str]]:
+def pool_ops(result: PoolResult) -> tuple[FitTable, list[str]]:
     """The operations table of a pool in parts and how each threshold was derived."""
     rows = [(_part_label(p), p.ops) for p in result.parts]
     return ops_table(rows), ops_lines(rows)

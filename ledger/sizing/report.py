@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from decimal import Decimal
 
 from rich import box
-from rich.table import Table
 
+from ..formats import count, figures, money, percent
+from ..tables import FitTable
 from .curve import Curve, CurvePoint, fmt_num
 from .cost import ComparisonRow
 from .engine import SizingResult
@@ -90,11 +92,13 @@ def _warm_text(req) -> str:
 
 def context_lines(result: SizingResult) -> list[str]:
     """Every number's context, as lines above the table (no bare numbers)."""
+    from ledger.console import plural
+
     c, req = result.curve.context, result.request
     mode = ("DRAFT: interpolated between measured points (linear in log concurrency)" if result.status == "DRAFT"
             else "VERDICT: measured points only")
     lines = [f"SLA-first sizing, {mode}",
-             f"curve: {result.curve.label} [{c.format}], {len(result.curve.points)} points"]
+             f"curve: {result.curve.label} [{c.format}], {plural(len(result.curve.points), 'point')}"]
     what = [f"model {c.model}" if c.model else "", f"precision {c.precision}" if c.precision else "",
             f"hardware {c.hardware}" if c.hardware else "", f"engine {c.engine}" if c.engine else "",
             f"tool {c.tool}" if c.tool else "", f"measured {c.date}" if c.date else ""]
@@ -135,19 +139,25 @@ def context_lines(result: SizingResult) -> list[str]:
     return lines
 
 
-def ops_table(rows: list[tuple[str, object]], title: str = "per replica, for operations") -> Table:
+def _ratio(x: float | None) -> str:
+    """A share measured as a float (KV usage, utilisation) as a percentage."""
+    return percent(None if x is None else Decimal(repr(x)))
+
+
+def ops_table(rows: list[tuple[str, object]], title: str = "per replica, for operations") -> FitTable:
     """One row per (label, ops.Ops): the admission limit, the scale-out thresholds on waiting requests
     and on KV-cache usage, the headroom at the planned util, the load per replica as sized."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE)
-    for name in ("", "admission limit", "scale out at waiting", "scale out at KV", "KV at admission",
-                 "replica tok/s", "headroom tok/s", "load tok/s", "util as sized"):
-        t.add_column(name, justify="left" if not name else "right")
-    for label, o in rows:
-        t.add_row(label, "-" if o.admission_limit is None else f"{o.admission_limit:,}", f"{o.queue_scale_out:,}",
-                  "-" if o.kv_scale_out is None else f"{o.kv_scale_out:.1%}",
-                  "-" if o.kv_at_admission is None else f"{o.kv_at_admission:.1%}",
-                  fmt_num(o.capacity_tok_s, 1), fmt_num(o.headroom_tok_s, 1), fmt_num(o.load_tok_s, 1),
-                  f"{o.utilisation_as_sized:.1%}")
+    t = FitTable(title=title, title_justify="left", box=box.SIMPLE)
+    t.add_column("", numeric=False)
+    for name in ("admission limit", "scale out at waiting", "scale out at KV", "KV at admission", "replica tok/s",
+                 "headroom tok/s", "load tok/s", "util as sized"):
+        t.add_column(name)
+    ops = [o for _, o in rows]
+    cap, head, load = (figures((getattr(o, k) for o in ops), 1)
+                       for k in ("capacity_tok_s", "headroom_tok_s", "load_tok_s"))
+    for (label, o), c, h, ld in zip(rows, cap, head, load):
+        t.add_row(label, count(o.admission_limit), count(o.queue_scale_out), _ratio(o.kv_scale_out),
+                  _ratio(o.kv_at_admission), c, h, ld, _ratio(o.utilisation_as_sized))
     return t
 
 
@@ -171,37 +181,34 @@ def reserve_lines(result: SizingResult) -> list[str]:
     return out
 
 
-def sizing_as_table(result: SizingResult) -> Table:
-    """SLA first: SLA -> c* -> tok/s/user -> replica tok/s -> replicas -> GPUs -> $/month."""
+def sizing_as_table(result: SizingResult) -> FitTable:
+    """SLA first: SLA -> c* -> tok/s/user -> replica tok/s -> replicas -> GPUs -> money a month."""
     priced = result.pricing is not None
-    t = Table(title=f"{result.status}: GPUs for {fmt_num(result.request.tpm, 0)} TPM", title_justify="left",
-              caption="c* with ~ lies between measured points (DRAFT)" if result.status == "DRAFT" else None,
-              caption_justify="left")
+    t = FitTable(title=f"{result.status}: GPUs for {fmt_num(result.request.tpm, 0)} TPM", title_justify="left",
+                 caption="c* with ~ lies between measured points (DRAFT)" if result.status == "DRAFT" else None)
     for name in ("SLA tok/s/user", "c*", "tok/s/user", "replica tok/s", "basis", "limited by", "replicas",
                  "GPUs", f"{result.pricing.currency}/month" if priced else "$/month", "cap tok/GPU-s"):
-        t.add_column(name, justify="left" if name in ("basis", "limited by") else "right")
-    for r in result.rows:
-        reps = f"{r.replicas_serving}+{r.replicas_reserve}" if r.replicas_reserve else str(r.replicas_serving)
-        t.add_row(fmt_num(r.sla_tok_s_user), fmt_num(r.c_star, 1) + ("" if r.c_star_measured else "~"),
-                  fmt_num(r.tok_s_user), fmt_num(r.replica_output_tok_s, 1), r.throughput_basis, r.limited_by,
-                  reps, f"{r.gpus:,}", f"{r.monthly_cost:,.2f}" if r.monthly_cost is not None else "-",
-                  fmt_num(r.capacity_tokens_per_gpu_s, 1))
+        t.add_column(name, numeric=name not in ("basis", "limited by"))
+    rows = result.rows
+    sla, c_star, user, replica, cap = (figures(getattr(r, k) for r in rows) for k in (
+        "sla_tok_s_user", "c_star", "tok_s_user", "replica_output_tok_s", "capacity_tokens_per_gpu_s"))
+    for r, a, c, u, rep, k in zip(rows, sla, c_star, user, replica, cap):
+        reps = f"{r.replicas_serving:,}+{r.replicas_reserve:,}" if r.replicas_reserve else count(r.replicas_serving)
+        t.add_row(a, c + ("" if r.c_star_measured else "~"), u, rep, r.throughput_basis, r.limited_by, reps,
+                  count(r.gpus), money(r.monthly_cost), k)
     return t
 
 
-def comparison_as_table(base: SizingResult, alt: SizingResult, rows: tuple[ComparisonRow, ...]) -> Table:
-    """The what-if: GPUs and $/month of the base and the alternative curve, and their deltas."""
-    t = Table(title=f"what-if: {alt.curve.label} ({alt.status}) vs {base.curve.label} ({base.status})",
-              title_justify="left")
-    for name in ("SLA tok/s/user", "GPUs base", "GPUs what-if", "delta GPUs", "$/month base", "$/month what-if",
-                 "delta $/month"):
-        t.add_column(name, justify="right")
-
-    def money(d) -> str:
-        return "-" if d is None else f"{d:+,.2f}" if d < 0 or d > 0 else "0.00"
-
-    for d in rows:
-        t.add_row(fmt_num(d.sla_tok_s_user), f"{d.gpus_base:,}", f"{d.gpus_alt:,}", f"{d.delta_gpus:+,}",
-                  "-" if d.monthly_cost_base is None else f"{d.monthly_cost_base:,.2f}",
-                  "-" if d.monthly_cost_alt is None else f"{d.monthly_cost_alt:,.2f}", money(d.delta_monthly_cost))
+def comparison_as_table(base: SizingResult, alt: SizingResult, rows: tuple[ComparisonRow, ...]) -> FitTable:
+    """The what-if: GPUs and money a month of the base and the alternative curve, and their deltas."""
+    cur = base.pricing.currency if base.pricing is not None else "$"
+    t = FitTable(title=f"what-if: {alt.curve.label} ({alt.status}) vs {base.curve.label} ({base.status})",
+                 title_justify="left")
+    for name in ("SLA tok/s/user", "GPUs base", "GPUs what-if", "delta GPUs", f"{cur}/month base",
+                 f"{cur}/month what-if", f"delta {cur}/month"):
+        t.add_column(name)
+    sla = figures(d.sla_tok_s_user for d in rows)
+    for d, a in zip(rows, sla):
+        t.add_row(a, count(d.gpus_base), count(d.gpus_alt), count(d.delta_gpus, signed=True),
+                  money(d.monthly_cost_base), money(d.monthly_cost_alt), money(d.delta_monthly_cost, signed=True))
     return t

@@ -4,11 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from .. import config
-from ..console import Ledger, fail, out, print_json
+from ..console import Ledger, fail, one_format, out, plural, print_csv, print_json
+from ..formats import count
+from ..tables import FitTable
 from . import DIM_MODELS, StoreError, add_dim, add_dim_rows, init_store, list_dims, read_dims_csv
 
 dims_app = typer.Typer(help="Tenants and products (controlled dimensions).", no_args_is_help=True)
@@ -38,9 +39,10 @@ def _dim_kind(kind: str) -> str:
 
 @dims_app.command("add")
 def dims_add(kind: str = typer.Argument(..., help="tenant or product"),
-             name: str = typer.Argument(...),
-             display_name: str = typer.Option("", "--display-name"),
-             owner: str = typer.Option("", "--owner")) -> None:
+             name: str = typer.Argument(..., help="the name rows and reports use, e.g. acme"),
+             display_name: str = typer.Option("", "--display-name", help="a longer name for people, e.g. "
+                                                                         "\"Acme Corp\""),
+             owner: str = typer.Option("", "--owner", help="who answers for it, e.g. finance")) -> None:
     """Register a tenant or product. A name must follow the names rule (at most 200 characters, no
     control character, no white space around it); display name and owner at most 200 characters
     and no control character. A refused name changes nothing."""
@@ -55,8 +57,11 @@ def dims_add(kind: str = typer.Argument(..., help="tenant or product"),
 
 @dims_app.command("list")
 def dims_list(kind: str = typer.Argument(..., help="tenant or product"),
-              as_json: bool = typer.Option(False, "--json")) -> None:
+              as_json: bool = typer.Option(False, "--json", help="print them as JSON"),
+              as_csv: bool = typer.Option(False, "--csv", help="print them as CSV (name, display_name, owner: the "
+                                                               "columns `dims import` reads)")) -> None:
     """List tenants or products."""
+    one_format(as_json, as_csv)
     k = _dim_kind(kind)
     with Ledger() as s:
         rows = list_dims(s, kind=k)
@@ -64,7 +69,13 @@ def dims_list(kind: str = typer.Argument(..., help="tenant or product"),
     if as_json:
         print_json(data)
         return
-    t = Table("name", "display name", "owner", title=f"{k}s ({len(data)})")
+    if as_csv:
+        print_csv(data, header=["name", "display_name", "owner"])
+        return
+    t = FitTable(title=f"{k}s ({count(len(data))})")
+    t.add_column("name", numeric=False, fold=True)  # a name may be one long word: folded, never cut
+    t.add_column("display name", numeric=False)
+    t.add_column("owner", numeric=False, fold=True)  # an e-mail address, say
     for d in data:
         t.add_row(Text(d["name"]), Text(d["display_name"]), Text(d["owner"]))  # names are never markup
     out.print(t)
@@ -84,7 +95,8 @@ def dims_import(kind: str = typer.Argument(..., help="tenant or product"),
             added = add_dim_rows(s, kind=k, rows=rows)
         except StoreError as e:
             fail(str(e))
-    out.print(f"{file}: {len(rows)} {k}s read, {added} added, {len(rows) - added} already registered", markup=False)
+    out.print(f"{file}: {plural(len(rows), k)} read, {added:,} added, {len(rows) - added:,} already registered",
+              markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -79,10 +79,14 @@ def alembic_config(url: str | None = None) -> Config:
 
 
 def init_store(url: str | None = None, *, connection: sa.Connection | None = None) -> tuple[str | None, str]:
-    """Create or upgrade the store to the newest revision (Alembic ``upgrade head``).
+    """Create or upgrade the store to the newest revision (Alembic ``upgrade head``), and move the
+    home's fact files to the current layout (:func:`ledger.facts_layout.migrate`, under the ingest
+    lock; nothing when the home has no facts folder yet).
 
     Returns (revision before, revision after); running it twice changes nothing.
     """
+    from .. import facts_layout
+
     cfg = alembic_config(url)
     head = ScriptDirectory.from_config(cfg).get_current_head()
 
@@ -93,11 +97,13 @@ def init_store(url: str | None = None, *, connection: sa.Connection | None = Non
         before = current(connection)
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, "head")
+        facts_layout.migrate(config.ledger_home())
         return before, head
     with engine(url).connect() as conn:
         before = current(conn)
     if before != head:
         command.upgrade(cfg, "head")
+    facts_layout.migrate(config.ledger_home())
     return before, head
 
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from decimal import Decimal
 
-from babel.numbers import format_decimal
-from rich.table import Table
-
+from ..formats import number, percent
 from ..outputs import csv_text
+from ..tables import FitTable
 from .records import DAYS, TPM_STATS, Workload
 
 _PCT = ("p50", "p95", "p99", "max", "mean")
@@ -74,36 +74,34 @@ def workload_as_csv(w: Workload) -> str:
 
 
 def _n(x: float | int | None, digits: int = 1) -> str:
-    if x is None:
-        return "—"
-    return format_decimal(round(float(x), digits), format="#,##0." + "0" * digits if digits else "#,##0",
-                          locale="en_US")
+    """A measured figure (tokens, requests, minutes) grouped, to `digits` decimals (:func:`ledger.formats.number`)."""
+    return number(x, digits)
 
 
-def workload_as_table(w: Workload) -> list[Table]:
+def workload_as_table(w: Workload) -> list[FitTable]:
     """Four tables: the per-minute series (TPM, RPM), the request lengths, bursts and ramp, and the
     hour-of-week profile (hours down, days across)."""
     who = " · ".join(x for x in (f"pool {w.pool}" if w.pool else "all pools",
                                  f"product {w.product}" if w.product else "all products") if x)
     head = f"workload {w.period} · {who} · {_n(w.minutes, 0)} minutes from {_iso(w.start)}"
-    series = Table(title=f"{head} · per minute (minutes without requests count as 0)", title_justify="left")
-    series.add_column("per minute")
+    series = FitTable(title=f"{head} · per minute (minutes without requests count as 0)", title_justify="left")
+    series.add_column("per minute", numeric=False)
     for k in TPM_STATS:
-        series.add_column(k, justify="right")
+        series.add_column(k)
     series.add_row("output tokens (TPM)", *(_n(w.tpm[k]) for k in TPM_STATS))
     series.add_row("requests (RPM)", *(_n(w.rpm[k], 2) for k in TPM_STATS))
 
-    lengths = Table(title=f"per request · {_n(w.requests, 0)} requests ({_n(w.failed_requests, 0)} not ok, "
+    lengths = FitTable(title=f"per request · {_n(w.requests, 0)} requests ({_n(w.failed_requests, 0)} not ok, "
                           "counted: they loaded the fleet)", title_justify="left")
-    lengths.add_column("tokens per request")
+    lengths.add_column("tokens per request", numeric=False)
     for k in _PCT:
-        lengths.add_column(k, justify="right")
+        lengths.add_column(k)
     lengths.add_row("input (ISL)", *(_n(v) for v in w.input_len.as_dict().values()))
     lengths.add_row("output (OSL)", *(_n(v) for v in w.output_len.as_dict().values()))
 
-    shape = Table(title="shape", title_justify="left")
-    shape.add_column("figure")
-    shape.add_column("value", justify="right")
+    shape = FitTable(title="shape", title_justify="left")
+    shape.add_column("figure", numeric=False)
+    shape.add_column("value")
     shape.add_row("peak to average (max / mean TPM)", _n(w.peak_to_average, 2))
     shape.add_row(f"bursts: runs of minutes above p95 ({_n(w.bursts.threshold)} TPM)", _n(w.bursts.count, 0))
     shape.add_row("longest burst (minutes)", _n(w.bursts.longest, 0))
@@ -111,14 +109,14 @@ def workload_as_table(w: Workload) -> list[Table]:
     shape.add_row("output tokens in bursts (above p95)",
                   f"{_n(w.bursts.tokens, 0)} ({_n(w.bursts.excess_tokens, 0)})")
     shape.add_row(f"largest rise over {w.ramp_minutes} min (TPM)", _n(w.ramp))
-    shape.add_row("cache hit (cached / input tokens)", f"{_n(w.cache_hit * 100)}%")
+    shape.add_row("cache hit (cached / input tokens)", percent(Decimal(repr(w.cache_hit))))
     shape.add_row("output tokens, input tokens (cached)",
                   f"{_n(w.output_tokens, 0)}, {_n(w.input_tokens, 0)} ({_n(w.cached_input_tokens, 0)})")
 
-    week = Table(title="hour of week · mean TPM (UTC)", title_justify="left")
-    week.add_column("hour", justify="right")
+    week = FitTable(title="hour of week · mean TPM (UTC)", title_justify="left")
+    week.add_column("hour")
     for d in DAYS:
-        week.add_column(d, justify="right")
+        week.add_column(d)
     for h in range(24):
         week.add_row(f"{h:02d}", *(_n(w.hour_of_week[d * 24 + h], 0) for d in range(7)))
     return [series, lengths, shape, week]

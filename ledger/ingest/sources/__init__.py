@@ -1,4 +1,4 @@
-"""Bring your own data: `ledger ingest KIND --from SOURCE FILE... --map MAP.toml` (docs/adapters.md).
+"""Bring your own data: `ledger ingest KIND --source SOURCE FILE... --map MAP.toml` (docs/adapters.md).
 
 An adapter (one module per source: `litellm`) turns each source file into a file of the ledger's
 own format (Parquet, in the ledger home's scratch folder ``facts/_adapters/``) with DuckDB SQL

@@ -1,4 +1,4 @@
-"""The map file of `ledger ingest --from SOURCE --map MAP.toml` (TOML): which source field gives each ledger column.
+"""The map file of `ledger ingest --source SOURCE --map MAP.toml` (TOML): which source field gives each ledger column.
 
 ```toml
 naive_times = "UTC"        # optional: instants written without an offset are in this zone

@@ -1,0 +1,228 @@
+"""Apache Spark as the allocation's engine: the per-request SQL of :mod:`.sql` as Spark SQL over the fact files.
+
+``ledger allocate --engine spark`` (docs/scale.md). :class:`SparkEngine` reads the committed fact
+files of ``requests``, ``meters`` and ``outcomes`` by path (local files, or the same files under
+another root such as ``s3a://bucket/facts``: :func:`fact_urls`), runs the statements of
+:mod:`.sql` rendered for Spark (each relation kept by Spark while the allocation runs), and copies
+the small results (request and meter groups, task counts, GPU groups and split parts) into the
+allocation's DuckDB connection as temp tables of the same names and types, through Arrow. Fleet,
+charges, pricing, idle, charges, conservation and the run are the shared code on that connection.
+
+The session is in UTC with ANSI mode on (an integer or decimal overflow is an error, never a wrap
+or a NULL). PySpark is the optional extra ``ledger[spark]`` and needs Java 17 or later; nothing
+here imports it before a Spark engine is asked for.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from .. import config, facts
+from .sql import render
+
+INSTALL = "pip install 'ledger[spark]'"
+#: The fact kinds the per-request SQL reads (fleet and charges stay on the DuckDB connection).
+KINDS = ("requests", "meters", "outcomes")
+#: Spark settings every session of the ledger gets (ANSI: overflow errors; UTC: the facts' instants).
+#: The third lets adaptive execution coalesce the partitions of a relation the engine keeps (a group-by's
+#: few thousand rows would stay in spark.sql.shuffle.partitions, 200, pieces: a task each, each time read).
+SETTINGS = {"spark.sql.session.timeZone": "UTC", "spark.sql.ansi.enabled": "true",
+            "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
+
+
+class SparkError(Exception):
+    """PySpark or Java is missing, the session cannot start, or Spark refused to read or run: one
+    line saying what (Spark's own message is many lines of JVM stack: its first line is the reason)."""
+
+
+@contextmanager
+def _quiet():
+    """PySpark 4.x warns, on its first Arrow conversion, that it does not yet fully support pandas 3: the
+    engine's conversions are Arrow only (no pandas), so that warning is not for it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        yield
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def require() -> None:
+    """Raise :class:`SparkError` unless PySpark can be imported and Java can be found."""
+    try:
+        with _quiet():
+            import pyspark.sql  # noqa: F401
+    except ImportError:
+        raise SparkError(f"--engine spark needs PySpark, which is not installed: {INSTALL}") from None
+    java_home = os.environ.get("JAVA_HOME")
+    if not shutil.which("java") and not (java_home and (Path(java_home) / "bin" / "java").exists()):
+        raise SparkError("--engine spark needs Java 17 or later, and there is no java on PATH or in "
+                         "JAVA_HOME (Debian: apt-get install openjdk-17-jre-headless)")
+
+
+def session(master: str | None = None, conf: Mapping[str, str] | None = None):
+    """A SparkSession for the allocation: `master` (default ``local[*]``, or under spark-submit its
+    ``--master``), with :data:`SETTINGS` and `conf`. An existing session is reused, its settings set."""
+    require()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("ledger allocate")
+    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):  # that variable: started by spark-submit
+        builder = builder.master(master or "local[*]")
+    settings = {**SETTINGS, "spark.ui.showConsoleProgress": "false", **(conf or {})}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        with _quiet():
+            spark = builder.getOrCreate()
+    except Exception as e:  # py4j and the JVM say why in many lines
+        raise SparkError(f"the Spark session (master {master or 'local[*]'}) could not start: {_first_line(e)}") from e
+    for key, value in SETTINGS.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def fact_urls(db, home: Path, root: str | None = None,
+              period: facts.Period | None = None) -> dict[str, list[str]]:
+    """``{kind: [url, ...]}``: the committed fact files of :data:`KINDS` the DB lists (of the months
+    a `period` reads), as ``file://`` URLs, or with `root` (``s3a://bucket/facts``) each file's path
+    relative to ``<home>/facts`` under that root."""
+    base = (Path(home) / "facts").resolve()
+    out: dict[str, list[str]] = {}
+    for kind in KINDS:
+        files = [Path(f).resolve() for f in facts.committed_files(db, kind, home, period=period)]
+        if root is None:
+            out[kind] = ["file://" + f.as_posix() for f in files]  # as Hadoop reads it: `=` not escaped
+        else:
+            out[kind] = [root.rstrip("/") + "/" + f.relative_to(base).as_posix() for f in files]
+    return out
+
+
+def engine_for(db, *, master: str | None = None, root: str | None = None, period: facts.Period | None = None,
+               home: Path | None = None) -> SparkEngine:
+    """The Spark engine of ``ledger allocate --engine spark``: a :func:`session` on `master`, over the
+    committed fact files of the ledger DB session `db` (:func:`fact_urls`, under `root` if given)."""
+    home = home or config.ledger_home()
+    return SparkEngine(session(master), fact_urls(db, home, root, period))
+
+
+def spark_type(duck_type: str) -> str:
+    """A facts column's DuckDB type in Spark SQL (TIMESTAMPTZ is Spark's TIMESTAMP, in the session's UTC)."""
+    from sqlglot import exp
+
+    return exp.DataType.build(duck_type, dialect="duckdb").sql(dialect="spark")
+
+
+def facts_frame(spark, kind: str, urls: Sequence[str]):
+    """The facts of `kind` in `urls` (Parquet) as a DataFrame with the columns and types of
+    :data:`ledger.facts.KINDS` and ``booked_at``.
+
+    As :func:`ledger.facts.files_sql` does, a column that a file lacks (written before the column
+    existed) reads as its default. Spark fills a column missing from some files with NULL, and
+    NULL becomes the default: ingest writes the default, never NULL, in such a column (``0``,
+    ``'standard'``), so the two reads agree. Files without ``booked_at`` (written by other tools)
+    are booked at the kind's dating column. Partition folders (``month=...``) add no column."""
+    spec = facts.KINDS[kind]
+    types = [(c.name, spark_type(c.type), c.default) for c in spec.columns]
+    if not urls:
+        ddl = ", ".join(f"`{n}` {t}" for n, t, _ in types) + ", booked_at TIMESTAMP"
+        with _quiet():
+            return spark.createDataFrame([], ddl)
+    raw = (spark.read.option("mergeSchema", "true").option("recursiveFileLookup", "true")
+           .parquet(*urls))
+    have = set(raw.columns)
+    exprs = []
+    for name, t, default in types:
+        if name not in have:
+            exprs.append(f"CAST({default} AS {t}) AS `{name}`")
+        elif default == "NULL":
+            exprs.append(f"CAST(`{name}` AS {t}) AS `{name}`")
+        else:
+            exprs.append(f"coalesce(CAST(`{name}` AS {t}), CAST({default} AS {t})) AS `{name}`")
+    booked = "booked_at" if "booked_at" in have else spec.dated_by[0]
+    exprs.append(f"CAST(`{booked}` AS TIMESTAMP) AS booked_at")
+    return raw.selectExpr(*exprs)
+
+
+class SparkEngine:
+    """The per-request SQL on Spark, over the fact files `urls` (``{kind: [url, ...]}``, :func:`fact_urls`).
+
+    Each relation made is persisted and a temp view of the session until :meth:`release`; the
+    small ones are copied into the DuckDB connection as temp tables (DECIMAL(38,0) as HUGEINT,
+    timestamps as TIMESTAMPTZ: the types the DuckDB engine gives them)."""
+
+    name = "spark"
+
+    def __init__(self, spark, urls: Mapping[str, Sequence[str]]):
+        self.spark = spark
+        self._kept: list[tuple[str, object]] = []
+        for kind in KINDS:
+            try:
+                facts_frame(spark, kind, urls.get(kind, [])).createOrReplaceTempView(kind)
+            except Exception as e:  # a file Spark cannot find or read
+                raise SparkError(f"Spark could not read the {kind} facts: {_first_line(e)}") from e
+
+    def create(self, con: duckdb.DuckDBPyConnection, table: str, sql: str, *, small: bool = False) -> None:
+        try:
+            frame = self.spark.sql(render(sql, self.name)).persist()
+            frame.createOrReplaceTempView(table)
+            self._kept.append((table, frame))
+            if small:
+                to_duckdb(con, table, frame)
+        except Exception as e:  # an overflow under ANSI mode, a file gone: Spark's first line says which
+            raise SparkError(f"Spark failed making {table}: {_first_line(e)}") from e
+
+    def load(self, con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[tuple[str, str]],
+             rows: Sequence[tuple]) -> None:
+        from decimal import Decimal
+
+        ddl = ", ".join(f"`{n}` {spark_type('DECIMAL(38,0)' if t == 'HUGEINT' else t)}" for n, t in columns)
+        hugeint = [t == "HUGEINT" for _, t in columns]
+        data = [tuple(Decimal(v) if h and v is not None else v for v, h in zip(r, hugeint)) for r in rows]
+        with _quiet():
+            frame = self.spark.createDataFrame(data, ddl)
+        frame.createOrReplaceTempView(table)
+        self._kept.append((table, frame))
+
+    def release(self) -> None:
+        for table, frame in reversed(self._kept):
+            frame.unpersist()
+            self.spark.catalog.dropTempView(table)
+        self._kept.clear()
+
+    def close(self) -> None:
+        """Release, and drop the facts views."""
+        self.release()
+        for kind in KINDS:
+            self.spark.catalog.dropTempView(kind)
+
+
+def to_duckdb(con: duckdb.DuckDBPyConnection, table: str, frame) -> None:
+    """Copy a (small) Spark DataFrame into `con` as temp table `table`, through Arrow."""
+    import pyarrow as pa
+
+    with _quiet():
+        arrow = frame.toArrow()
+    casts = []
+    for f in arrow.schema:
+        if pa.types.is_decimal(f.type) and f.type.scale == 0:
+            casts.append(f'CAST("{f.name}" AS HUGEINT) AS "{f.name}"')
+        elif pa.types.is_timestamp(f.type):
+            casts.append(f'CAST("{f.name}" AS TIMESTAMPTZ) AS "{f.name}"')
+        else:
+            casts.append(f'"{f.name}"')
+    view = f"_{table}_spark"
+    con.register(view, arrow)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(casts)} FROM {view}")
+    finally:
+        con.unregister(view)
+

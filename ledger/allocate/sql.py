@@ -1,0 +1,289 @@
+"""The allocation's per-request SQL, written once in DuckDB's dialect and rendered per engine with SQLGlot.
+
+Every statement the heavy step runs (the per-task state, failed tasks, request groups with their
+weights, meter groups, task counts, GPU groups and the largest-remainder GPU split) is built here
+as DuckDB SQL. :func:`render` gives it to an engine: DuckDB runs the source as written (it is
+DuckDB's dialect, so its plans and speed are those of the hand-written SQL it replaces); Apache
+Spark runs SQLGlot's transpilation (``read="duckdb", write="spark"``) with the transforms of
+:func:`_spark_fixes`, each a correction of SQLGlot's output where it is wrong for Spark SQL:
+
+- ``HUGEINT`` (SQLGlot's INT128, which Spark has no type for) becomes ``DECIMAL(38,0)``. A
+  ``CAST(sum(x) AS HUGEINT)`` of a BIGINT `x` then sums in BIGINT on Spark (DuckDB: in HUGEINT),
+  which under ANSI mode stops with an overflow error past 9.2 × 10^18 rather than wrap: token
+  counts of one group never come near, and the kv_token_seconds weights, which might, are HUGEINT
+  per request already (DECIMAL(38,0) on Spark, whose sums are DECIMAL(38,0)). Summing every BIGINT
+  as DECIMAL(38,0) instead would be exact to 10^38 but slow (Spark computes DECIMAL wider than 18
+  digits with Java's BigDecimal);
+- ``epoch_us(t)`` (which SQLGlot leaves as it is) becomes Spark's ``unix_micros(t)``;
+- ``arg_max(x, y)`` becomes ``max_by(x, y)`` (SQLGlot's own), with ``x IS NOT NULL`` added to its
+  FILTER: DuckDB's arg_max skips rows whose `x` is NULL, Spark's max_by returns that NULL.
+
+The rest is SQLGlot's own and right for Spark: ``x // y`` to ``x div y`` (integer division, a
+BIGINT, that errs on overflow under ANSI mode), ``make_timestamp(us)`` to ``timestamp_micros``,
+``TIMESTAMPTZ '...'`` to a cast to TIMESTAMP (the session is in UTC), ``ANTI JOIN``, aggregate
+FILTER clauses and ``GROUP BY ALL`` (Spark 3.4+). Amounts, weights and token counts are integers
+(BIGINT, HUGEINT or DECIMAL(38,0)) or DECIMAL on both engines, never DOUBLE: the one DOUBLE read,
+``latency_ms`` (and ``ttft_ms``), is rounded to integer microseconds before any arithmetic.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+
+from ..pricebook import PriceIndex
+from .records import TOKEN_METERS, Policy, _iso, _scale
+
+# ---- pieces of SQL ------------------------------------------------------------------------------
+
+
+def lit(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def instant(at: datetime) -> str:
+    """A UTC instant as a SQL literal."""
+    return f"TIMESTAMPTZ '{_iso(at)}'"
+
+
+def in_period(col: str, start: datetime, end: datetime) -> str:
+    return f"{col} >= {instant(start)} AND {col} < {instant(end)}"
+
+
+#: An outcome as a small integer in the per-task state (1 success, 2 failure, 3 any other text, NULL
+#: stays NULL, so arg_max skips the same rows): a month's tasks are held by the engine, and an
+#: integer's arg_max costs less than a string's.
+SUCCESS, FAILURE = 1, 2
+OUTCOME_CODE = (f"CASE WHEN outcome = 'success' THEN {SUCCESS} WHEN outcome = 'failure' THEN {FAILURE} "
+                "WHEN outcome IS NOT NULL THEN 3 END")
+
+#: A request's time bucket in microseconds: the day for provider requests, the hour on a pool.
+DAY_OR_HOUR_US = "CASE WHEN r.pool IS NULL THEN 86400000000 ELSE 3600000000 END"
+
+
+def floor_us(us: str, unit: str) -> str:
+    """`us` (epoch microseconds) rounded down to a multiple of `unit`: the start of its UTC hour or day,
+    as ``epoch_us(date_trunc(...))`` in UTC, in integer arithmetic (a calendar per row costs more
+    than the rest of the pass). The double modulo rounds instants before 1970 down too."""
+    return f"{us} - ({us} % ({unit}) + ({unit})) % ({unit})"
+
+
+def epoch_case(col: str, boundaries: Sequence[datetime]) -> str:
+    """The index of the span between price or FX changes that `col` falls in."""
+    if not boundaries:
+        return "0"
+    whens = " ".join(f"WHEN {col} < {instant(b)} THEN {i}" for i, b in enumerate(boundaries))
+    return f"CASE {whens} ELSE {len(boundaries)} END"
+
+
+def band_case(index: PriceIndex) -> str:
+    """The long-context band of a request: the largest tier threshold of its model below its input
+    tokens (-1: below every tier)."""
+    tiers = sorted({(p.sku, t.above_input_tokens) for p in index.prices() if p.meter in TOKEN_METERS
+                    for t in p.tiers}, key=lambda x: (x[0], -x[1]))
+    if not tiers:
+        return "-1"
+    whens = " ".join(f"WHEN r.model = {lit(sku)} AND r.input_tokens > {above} THEN {above}" for sku, above in tiers)
+    return f"CASE {whens} ELSE -1 END"
+
+
+#: The columns of `_pool_weights` (the pools' token weights scaled to integers), as DuckDB types.
+POOL_WEIGHTS = (("pool", "VARCHAR"), ("u", "BIGINT"), ("c", "BIGINT"), ("o", "BIGINT"))
+
+
+def weight(policy: Policy) -> tuple[str, str, list[tuple[str, int, int, int]]]:
+    """§4.2 SQL for a request's integer weight, the join it needs, and the rows of `_pool_weights`
+    the join reads (none: no join). active_tokens: input + output (× the pool's weights scaled to
+    integers); kv_token_seconds: 2 × token-microseconds (2 × input × latency + output × (latency −
+    ttft), so that the halving stays exact)."""
+    if policy.basis == "kv_token_seconds":
+        lat = "CAST(round(r.latency_ms * 1000) AS HUGEINT)"
+        ttft = "CAST(round(coalesce(r.ttft_ms, 0) * 1000) AS HUGEINT)"
+        return f"2 * r.input_tokens * {lat} + r.output_tokens * greatest({lat} - {ttft}, 0)", "", []
+    if policy.weights:
+        rows = [(pool, int(ws.uncached * _scale(ws)), int(ws.cached * _scale(ws)), int(ws.output * _scale(ws)))
+                for pool, ws in policy.weights]
+        return ("(r.input_tokens - r.cached_input_tokens) * coalesce(pw.u, 1)"
+                " + r.cached_input_tokens * coalesce(pw.c, 1) + r.output_tokens * coalesce(pw.o, 1)",
+                "LEFT JOIN _pool_weights pw ON r.pool = pw.pool", rows)
+    return "r.input_tokens + r.output_tokens", "", []
+
+
+# ---- the period's facts (allocate/period.py) ----------------------------------------------------
+
+def task_state(start: datetime, end: datetime) -> str:
+    """`_task_state`: per task, its latest outcome decided before `end` and its latest decided in the period."""
+    booked = in_period("booked_at", start, end)
+    return f"""
+        SELECT task_id,
+               arg_max({OUTCOME_CODE}, decided_at) FILTER (WHERE decided_at < {instant(end)}) AS latest,
+               arg_max({OUTCOME_CODE}, decided_at) FILTER (WHERE {booked}) AS decided,
+               arg_max(tenant, decided_at) FILTER (WHERE {booked}) AS tenant,
+               arg_max(product, decided_at) FILTER (WHERE {booked}) AS product,
+               arg_max(criteria, decided_at) FILTER (WHERE {booked}) AS criteria
+        FROM outcomes WHERE decided_at < {instant(end)} OR ({booked})
+        GROUP BY task_id"""
+
+
+FAILED_TASKS = f"SELECT task_id FROM _task_state WHERE latest = {FAILURE}"
+
+
+def groups(start: datetime, end: datetime, weight_sql: str, join: str, boundaries: Sequence[datetime],
+           band: str) -> str:
+    """`_groups`: the period's requests grouped, with their weights, token buckets and counts."""
+    return f"""
+        SELECT r.pool, CASE WHEN r.pool IS NULL THEN r.provider END AS provider,
+               {floor_us('epoch_us(r.booked_at)', DAY_OR_HOUR_US)} AS hour,
+               r.tenant, r.product, r.model,
+               CASE WHEN r.status <> 'ok' OR f.task_id IS NOT NULL THEN 'failed' ELSE 'succeeded' END AS work,
+               CASE WHEN r.pool IS NULL THEN coalesce(r.region, '*') ELSE '' END AS region,
+               CASE WHEN r.pool IS NULL THEN coalesce(r.service_tier, 'standard') ELSE '' END AS tier,
+               CASE WHEN r.pool IS NULL THEN {epoch_case('r.booked_at', boundaries)} ELSE 0 END AS epoch,
+               CASE WHEN r.pool IS NULL THEN {band} ELSE -1 END AS band,
+               CAST(coalesce(sum(CASE WHEN r.pool IS NOT NULL THEN {weight_sql} END), 0) AS HUGEINT) AS w,
+               count(*) AS n,
+               CAST(sum(r.input_tokens + r.output_tokens) AS HUGEINT) AS active,
+               CAST(sum(r.input_tokens - r.cached_input_tokens - r.cache_write_input_tokens
+                        - r.cache_write_1h_input_tokens) AS HUGEINT) AS uncached,
+               CAST(sum(r.cached_input_tokens) AS HUGEINT) AS cached,
+               CAST(sum(r.cache_write_input_tokens) AS HUGEINT) AS cache_write,
+               CAST(sum(r.cache_write_1h_input_tokens) AS HUGEINT) AS cache_write_1h,
+               CAST(sum(r.output_tokens) AS HUGEINT) AS output,
+               CAST(sum(r.reasoning_tokens) AS HUGEINT) AS reasoning,
+               count(*) FILTER (WHERE r.latency_ms IS NULL) AS no_latency,
+               min(epoch_us(r.booked_at)) AS first_us
+        FROM requests r LEFT JOIN _failed_tasks f ON r.task_id = f.task_id {join}
+        WHERE {in_period('r.booked_at', start, end)}
+        GROUP BY ALL"""
+
+
+def meter_groups(start: datetime, end: datetime, boundaries: Sequence[datetime]) -> str:
+    """`_met`: the period's meters with their work tag and price span, summed as far as pricing
+    reads them (``price_meters`` sums `quantity` and takes the first `booked_at` of each group)."""
+    return f"""
+        SELECT CAST(m.booked_at AS DATE) AS day, m.tenant, m.product, m.meter, m.sku, m.unit, m.region,
+               CASE WHEN f.task_id IS NOT NULL THEN 'failed' ELSE 'succeeded' END AS work,
+               {epoch_case('m.booked_at', boundaries)} AS epoch,
+               sum(m.quantity) AS quantity, min(m.booked_at) AS booked_at
+        FROM meters m LEFT JOIN _failed_tasks f ON m.task_id = f.task_id
+        WHERE {in_period('m.booked_at', start, end)}
+        GROUP BY ALL"""
+
+
+def task_counts(start: datetime, end: datetime) -> str:
+    """`_task_counts`, tasks by (tenant, product): by criteria, those whose latest outcome decided in
+    the period is a success or a failure; and in rows of NULL criteria, the tasks of the period's
+    requests with no outcome decided up to the period end (unknown)."""
+    return f"""
+        SELECT tenant, product, criteria,
+               count(*) FILTER (WHERE decided = {SUCCESS}) AS success,
+               count(*) FILTER (WHERE decided = {FAILURE}) AS failure, 0 AS unknown
+        FROM _task_state WHERE decided IS NOT NULL GROUP BY tenant, product, criteria
+        UNION ALL
+        SELECT r.tenant, r.product, NULL, 0, 0, count(DISTINCT r.task_id) FROM requests r
+        ANTI JOIN (SELECT task_id FROM _task_state WHERE latest IS NOT NULL) d ON r.task_id = d.task_id
+        WHERE r.task_id IS NOT NULL AND {in_period('r.booked_at', start, end)}
+        GROUP BY r.tenant, r.product"""
+
+
+# ---- the GPU split (allocate/gpu.py) ------------------------------------------------------------
+
+#: `_gpu_groups`: per pool, hour and (tenant, product, model, work) the integer weight, requests and active tokens.
+GPU_GROUPS = """
+    SELECT pool, hour, CAST(make_timestamp(hour) AS DATE) AS day, tenant, product, model, work,
+           CAST(sum(w) AS HUGEINT) AS w, sum(n) AS n, CAST(sum(active) AS HUGEINT) AS active,
+           sum(no_latency) AS no_latency
+    FROM _groups WHERE pool IS NOT NULL
+    GROUP BY pool, hour, tenant, product, model, work"""
+
+#: The columns of `_coeff` (one row per pool-hour with weight: C_serve in micro-units, the denominator, the slack).
+COEFF = (("pool", "VARCHAR"), ("hour", "BIGINT"), ("c", "HUGEINT"), ("d", "HUGEINT"), ("slack", "HUGEINT"))
+
+#: `_gpu_split`: the largest-remainder split of each pool-hour's C_serve over its groups and idle slack,
+#: the request parts summed by line group (day, tenant, product, model, pool, work) and the slack's
+#: part of each pool-hour (`is_slack` 1, its `slack_hour`).
+SPLIT = """
+WITH rows AS (
+    SELECT g.pool, g.hour, g.day, 0 AS is_slack, g.tenant, g.product, g.model, g.work, g.w AS wt, g.active,
+           c.c, c.d
+    FROM _gpu_groups g JOIN _coeff c ON g.pool = c.pool AND g.hour = c.hour
+    UNION ALL
+    SELECT pool, hour, NULL, 1, NULL, NULL, NULL, NULL, slack, 0, c, d FROM _coeff WHERE slack > 0
+), q AS (
+    SELECT *, (c * wt) // d AS base, (c * wt) % d AS rem FROM rows
+), r AS (
+    SELECT *, c - sum(base) OVER (PARTITION BY pool, hour) AS left_over,
+           row_number() OVER (PARTITION BY pool, hour
+                              ORDER BY rem DESC, wt DESC, is_slack, tenant, product, model, work) AS rk
+    FROM q
+), parts AS (
+    SELECT pool, hour, day, is_slack, tenant, product, model, work, active,
+           base + CASE WHEN rk <= left_over THEN 1 ELSE 0 END AS part
+    FROM r
+)
+SELECT is_slack, CASE WHEN is_slack = 1 THEN hour END AS slack_hour, day, tenant, product, model, pool, work,
+       CAST(sum(part) AS HUGEINT) AS part, CAST(sum(active) AS HUGEINT) AS active
+FROM parts GROUP BY ALL
+"""
+
+
+# ---- rendering ----------------------------------------------------------------------------------
+
+DIALECTS = ("duckdb", "spark")
+
+
+def render(sql: str, dialect: str) -> str:
+    """`sql` (DuckDB's dialect) for `dialect`: as written for DuckDB; for Spark, SQLGlot's
+    transpilation with :func:`_spark_fixes`."""
+    if dialect == "duckdb":
+        return sql
+    if dialect == "spark":
+        return _to_spark(sql)
+    raise ValueError(f"unknown SQL dialect {dialect!r}: one of {', '.join(DIALECTS)}")
+
+
+@lru_cache(maxsize=256)
+def _to_spark(sql: str) -> str:
+    import sqlglot
+
+    return _spark_fixes(sqlglot.parse_one(sql, read="duckdb")).sql(dialect="spark")
+
+
+def _spark_fixes(tree):
+    """The transforms of SQLGlot's DuckDB tree for Spark SQL (see the module's docstring), in two
+    passes: a node a transform puts in place of another is not visited again, so the types and
+    functions inside an ``arg_max`` are fixed before it is wrapped in a FILTER."""
+    return tree.transform(_spark_types_and_functions).transform(_spark_arg_max)
+
+
+def _is_hugeint(node) -> bool:
+    from sqlglot import exp
+
+    return isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128
+
+
+def _spark_types_and_functions(node):
+    """HUGEINT is DECIMAL(38,0); epoch_us is unix_micros (renamed in place: its arguments are visited)."""
+    from sqlglot import exp
+
+    if _is_hugeint(node):
+        return exp.DataType.build("DECIMAL(38,0)")
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "epoch_us":
+        node.set("this", "unix_micros")
+    return node
+
+
+def _spark_arg_max(node):
+    """arg_max(x, y) [FILTER (WHERE c)] is max_by(x, y) FILTER (WHERE [(c) AND] x IS NOT NULL)."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.ArgMax):
+        where = node.expression
+        present = exp.Not(this=exp.Is(this=node.this.this.copy(), expression=exp.Null()))
+        where.set("this", exp.and_(exp.Paren(this=where.this), present))
+        return node
+    if isinstance(node, exp.ArgMax) and not isinstance(node.parent, exp.Filter):
+        present = exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null()))
+        return exp.Filter(this=node.copy(), expression=exp.Where(this=present))
+    return node

@@ -1,0 +1,93 @@
+"""What the dashboard tests share: the demo month built once per test session, the CLI's JSON,
+the app under Streamlit's AppTest, and reading numbers as the pages write them."""
+from __future__ import annotations
+
+import json
+import shutil
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+
+import pytest
+from babel.numbers import parse_decimal
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "dashboards" / "app.py"
+PLAN = ROOT / "examples" / "plan.toml"
+PERIOD = "2026-10"
+
+
+def demo_month(tmp_path_factory) -> Path:
+    """The demo month (`ledger demo`), built once per test session under pytest's base temp folder
+    and shared read-only by every dashboard test module (a test that changes a ledger copies it)."""
+    from ledger import store
+    from ledger.demo import run_demo
+
+    home = tmp_path_factory.getbasetemp() / "dashboard-demo-month" / "home"
+    done = home.parent / "built"
+    if not done.exists():
+        if home.parent.exists():
+            shutil.rmtree(home.parent)  # an interrupted build
+        home.parent.mkdir(parents=True)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("LEDGER_HOME", str(home))
+            mp.delenv("LEDGER_DATABASE_URL", raising=False)
+            run_demo()
+            store.dispose_engines()
+        done.write_text("ok\n", encoding="utf-8")
+    return home
+
+
+def cli(home: Path, *args: str) -> dict | list:
+    """Run ``ledger ARGS --json`` on `home` and return the parsed JSON."""
+    from ledger.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--json"], env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def page(name: str | None = None, *, timeout: float = 120) -> AppTest:
+    """The app opened (and switched to page `name`), run once, with no exception box. (AppTest runs
+    a page switched to on its own, without app.py's sidebar; the browser test covers the whole app.)"""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    at.run()
+    if name:
+        at.switch_page(name)
+        at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def metrics(at: AppTest, key: str) -> dict[str, str]:
+    """Label -> value of the metric tiles in the container keyed `key`."""
+    return {m.label: m.value for m in at.get_by_key(key).metric}
+
+
+def table(at: AppTest, key: str):
+    """The DataFrame shown in the container keyed `key` (a grid, or a static table of words)."""
+    box = at.get_by_key(key)
+    return box.dataframe[0].value if box.dataframe else box.table[0].value
+
+
+def shown(text: str) -> Decimal:
+    """A number as displayed in en_US (``$1,234.56``, ``2.7%``, ``30,098``; currency symbols and
+    marks dropped), exactly as shown: a percentage becomes its ratio with the decimals shown
+    (2.7% -> 0.027)."""
+    pct = text.endswith("%")
+    core = "".join(ch for ch in text if ch.isdigit() or ch in ",.-")
+    d = parse_decimal(core, locale="en_US", strict=True)
+    return d.scaleb(-2) if pct else d
+
+
+def assert_shows(text: str, exact: str | Decimal | int) -> None:
+    """`text` is the exact decimal `exact` rounded half-even to the decimals `text` shows."""
+    value = shown(text)
+    want = Decimal(exact).quantize(Decimal(1).scaleb(value.as_tuple().exponent), rounding=ROUND_HALF_EVEN)
+    assert value == want, f"shows {text!r}, the CLI says {exact} (rounded: {want})"
+
+
+def decimals(text: str) -> int:
+    """How many decimals a number is shown with (``$0.0967`` -> 4, ``$31.18`` -> 2, ``30,098`` -> 0)."""
+    return max(0, -shown(text).as_tuple().exponent) - (2 if text.endswith("%") else 0)

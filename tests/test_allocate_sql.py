@@ -1,0 +1,96 @@
+"""The allocation's per-request SQL, one source for DuckDB and Spark (ledger/allocate/sql.py): DuckDB runs
+it as written, Spark gets SQLGlot's transpilation with the documented fixes; and the `--engine` options of
+`ledger allocate` refuse what cannot run, in one line. (Running the rendered SQL on Spark, and the parity
+of the two engines, is tests/test_spark_parity.py.)"""
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from decimal import Decimal as D
+
+import pytest
+from typer.testing import CliRunner
+
+from ledger.allocate import sql
+from ledger.allocate.records import Policy, Weights
+from ledger.cli import app
+
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+END = datetime(2026, 11, 1, tzinfo=timezone.utc)
+SPAN = [datetime(2026, 10, 15, tzinfo=timezone.utc)]
+
+
+def statements() -> dict[str, str]:
+    """Every statement the heavy step runs, with a kv_token_seconds weight (the HUGEINT arithmetic)."""
+    weight, join, _ = sql.weight(Policy(basis="kv_token_seconds"))
+    pooled, pool_join, _ = sql.weight(Policy(weights=(("p1", Weights(D(1), D("0.1"), D(4))),)))
+    return {"task_state": sql.task_state(START, END), "failed_tasks": sql.FAILED_TASKS,
+            "groups": sql.groups(START, END, weight, join, SPAN, "-1"),
+            "groups_pooled": sql.groups(START, END, pooled, pool_join, [], "-1"),
+            "meters": sql.meter_groups(START, END, SPAN), "task_counts": sql.task_counts(START, END),
+            "gpu_groups": sql.GPU_GROUPS, "split": sql.SPLIT}
+
+
+def test_duckdb_runs_the_source_as_written():
+    for name, text in statements().items():
+        assert sql.render(text, "duckdb") is text, name
+
+
+def test_spark_gets_its_own_functions_and_types_for_duckdbs():
+    spark = {name: sql.render(text, "spark") for name, text in statements().items()}
+    for name, text in spark.items():
+        upper = text.upper()
+        assert "INT128" not in upper and "HUGEINT" not in upper, name   # no such type in Spark
+        assert "EPOCH_US" not in upper and "ARG_MAX" not in upper and "//" not in text, name
+    assert "DECIMAL(38, 0)" in spark["groups"] and "UNIX_MICROS(r.booked_at)" in spark["groups"]
+    assert "(c * wt) DIV d" in spark["split"] and "(c * wt) % d" in spark["split"]
+    assert "CAST(TIMESTAMP_MICROS(hour) AS DATE)" in spark["gpu_groups"]
+    assert "ANTI JOIN" in spark["task_counts"]
+    # the instants are UTC text cast to Spark's TIMESTAMP, read in the session's UTC
+    assert "CAST('2026-11-01T00:00:00Z' AS TIMESTAMP)" in spark["task_state"]
+    # DuckDB's ascending NULLS LAST is said out loud (Spark's default puts NULLs first)
+    assert "tenant NULLS LAST" in spark["split"]
+
+
+def test_arg_max_becomes_max_by_that_skips_a_null_value_as_duckdb_does():
+    assert sql.render("SELECT k, arg_max(x, y) FILTER (WHERE y > 0) AS m FROM t GROUP BY k", "spark") == \
+        "SELECT k, MAX_BY(x, y) FILTER(WHERE (y > 0) AND NOT x IS NULL) AS m FROM t GROUP BY k"
+    assert sql.render("SELECT arg_max(x, y) AS m FROM t", "spark") == \
+        "SELECT MAX_BY(x, y) FILTER(WHERE NOT x IS NULL) AS m FROM t"
+    # what is inside is fixed too
+    assert sql.render("SELECT arg_max(epoch_us(CAST(x AS HUGEINT)), y) AS m FROM t", "spark") == \
+        "SELECT MAX_BY(UNIX_MICROS(CAST(x AS DECIMAL(38, 0))), y) " \
+        "FILTER(WHERE NOT UNIX_MICROS(CAST(x AS DECIMAL(38, 0))) IS NULL) AS m FROM t"
+
+
+def test_hugeint_is_decimal_38_0_on_spark_and_only_there():
+    text = "SELECT CAST(sum(a) AS HUGEINT) AS s, CAST(b AS HUGEINT) * c AS p FROM t GROUP BY ALL"
+    assert sql.render(text, "spark") == \
+        "SELECT CAST(SUM(a) AS DECIMAL(38, 0)) AS s, CAST(b AS DECIMAL(38, 0)) * c AS p FROM t GROUP BY ALL"
+    with pytest.raises(ValueError, match="unknown SQL dialect 'trino'"):
+        sql.render(text, "trino")
+
+
+def test_the_weight_of_a_pool_with_weights_joins_its_integer_weights():
+    weight, join, rows = sql.weight(Policy(weights=(("p1", Weights(D(1), D("0.1"), D(4))),)))
+    # scaled so that every weight is an integer: 10, 1, 40
+    assert rows == [("p1", 10, 1, 40)] and join == "LEFT JOIN _pool_weights pw ON r.pool = pw.pool"
+    assert sql.weight(Policy()) == ("r.input_tokens + r.output_tokens", "", [])
+
+
+runner = CliRunner()
+
+
+def test_engine_spark_without_pyspark_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # `import pyspark` now raises ImportError
+    r = runner.invoke(app, ["allocate", "--period", "2026-10", "--engine", "spark"])
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "--engine spark needs PySpark, which is not installed: pip install 'ledger[spark]'"
+
+
+def test_engine_options_are_checked_before_anything_runs():
+    r = runner.invoke(app, ["allocate", "--period", "2026-10", "--engine", "trino"])
+    assert r.exit_code == 1 and r.stderr.strip() == "--engine 'trino': one of duckdb, spark"
+    for extra in (["--spark-master", "spark://head:7077"], ["--facts", "s3a://bucket/facts"]):
+        r = runner.invoke(app, ["allocate", "--period", "2026-10", *extra])
+        assert r.exit_code == 1 and r.stderr.strip() == "--spark-master and --facts are read only with --engine spark"

@@ -1,0 +1,166 @@
+"""Proof of parity: the allocation's per-request work on Apache Spark (PySpark in local mode) gives the
+DuckDB engine's allocation line for line, `==` on every amount: the demo month through
+`ledger allocate --engine spark`, and hypothesis-generated ledgers (the generators of
+test_allocate_properties) under every idle policy and weight basis. One SparkSession serves the module.
+
+Skipped only where PySpark or Java is missing (CI installs both: .ci/run)."""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import warnings
+from datetime import datetime, timezone
+from decimal import Decimal as D
+from pathlib import Path
+
+import pytest
+
+with warnings.catch_warnings():  # PySpark 4 on pandas 3 warns as it is imported; the engine uses no pandas
+    warnings.simplefilter("ignore", FutureWarning)
+    pytest.importorskip("pyspark.sql")
+if not shutil.which("java"):
+    pytest.skip("Spark needs Java (Debian: openjdk-17-jre-headless)", allow_module_level=True)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_allocate_properties import (END, PRICES, START, build, charges, gpu_requests, intervals,  # noqa: E402
+                                      meters, outcome_lists, provider_requests)
+from test_allocate_support import facts_con  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from ledger import config, runs, store  # noqa: E402
+from ledger.allocate import AllocationError, Policy, Weights, allocate  # noqa: E402
+from ledger.allocate.engines import DUCKDB  # noqa: E402
+from ledger.allocate.spark import KINDS, SparkEngine, SparkError, fact_urls, session  # noqa: E402
+from ledger.cli import app  # noqa: E402
+
+pytestmark = pytest.mark.slow
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    # a few shuffle partitions: the ledgers here are tiny, and 200 tasks a shuffle would be most of the time
+    s = session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+    yield s
+    s.stop()
+
+
+def spark_allocation(spark, frames: dict, policy: Policy):
+    """The allocation of `frames` with the Spark engine over Parquet copies of the per-request facts; the
+    DuckDB connection then holds only the fleet and charges, so nothing per request can come from it."""
+    con = facts_con(**frames)
+    with tempfile.TemporaryDirectory(prefix="ledger-spark-") as tmp:
+        urls = {}
+        for kind in KINDS:
+            path = Path(tmp) / f"{kind}.parquet"
+            con.execute(f"COPY {kind} TO '{path}' (FORMAT parquet)")
+            con.execute(f"DROP TABLE {kind}")
+            urls[kind] = ["file://" + path.as_posix()]
+        return allocate(con, start=START, end=END, prices=PRICES, policy=policy, engine=SparkEngine(spark, urls))
+
+
+def outcome(fn):
+    """The allocation, or the problems it was refused with."""
+    try:
+        return fn()
+    except AllocationError as e:
+        return ("refused", tuple(e.problems))
+
+
+def assert_same(a, b) -> None:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        assert a == b
+        return
+    assert [ln.amount for ln in a.lines] == [ln.amount for ln in b.lines]
+    assert a.lines == b.lines and a.total == b.total and a.lines_total == b.lines_total
+    assert a.flags == b.flags and a.notes == b.notes and a.regions == b.regions
+    assert a.usage == b.usage and a.tasks == b.tasks
+
+
+# latencies (ms) with halves of a microsecond among them, where rounding could differ; ttft a share of it
+latencies = st.lists(st.tuples(st.one_of(st.floats(0, 120_000, allow_nan=False),
+                                         st.sampled_from([0.0005, 0.0015, 2.5e-3, 1234.5675, 7.0])),
+                               st.floats(0, 1)), min_size=1, max_size=6)
+PROVIDER_POOL_WEIGHTS = (("p1", Weights(D(1), D("0.1"), D(4))),)
+policies = st.one_of(
+    st.builds(Policy, idle=st.sampled_from(["separate", "share"]), allow_pool_without_fleet=st.just(("p1", "p2", "p3")),
+              weights=st.sampled_from([(), PROVIDER_POOL_WEIGHTS])),
+    st.builds(Policy, idle=st.sampled_from(["separate", "share"]), basis=st.just("kv_token_seconds"),
+              allow_pool_without_fleet=st.just(("p1", "p2", "p3"))))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(intervals, gpu_requests, provider_requests, meters, charges, outcome_lists, policies, latencies,
+       st.booleans())
+def test_generated_ledgers_allocate_the_same_on_spark_and_duckdb(spark, fleet, reqs, prov, mets, chs, outs, policy,
+                                                                  lat, every_latency):
+    frames = build(fleet, reqs, prov, mets, chs, outs)
+    r = frames["requests"]
+    n = len(r)
+    # without every latency, the kv_token_seconds basis refuses the run: the same refusal on both engines
+    r["latency_ms"] = [None if (not every_latency and i % 3 == 2) else str(lat[i % len(lat)][0]) for i in range(n)]
+    r["ttft_ms"] = [str(lat[i % len(lat)][0] * lat[i % len(lat)][1]) for i in range(n)]
+    duck = outcome(lambda: allocate(facts_con(**frames), start=START, end=END, prices=PRICES, policy=policy))
+    assert_same(duck, outcome(lambda: spark_allocation(spark, frames, policy)))
+
+
+def test_the_demo_month_allocates_the_same_on_spark(ledger_home, tmp_path, monkeypatch, spark):
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["demo", "--json"])  # ingests the month (in month partitions)
+    assert r.exit_code == 0, r.output
+    docs = {}
+    for engine in ("duckdb", "spark"):
+        r = runner.invoke(app, ["allocate", "--period", "2026-10", "--engine", engine, "--json"])
+        assert r.exit_code == 0, r.output
+        docs[engine] = json.loads(r.stdout)
+    duck, on_spark = docs["duckdb"], docs["spark"]
+    # the summary (total, kinds, categories, tenants, usage, tasks, flags, notes, the inputs' digest) is
+    # the same document; only the run's id and time differ
+    assert on_spark["tasks"] and on_spark["usage"] and on_spark["flags"]
+    assert on_spark["total"] == duck["total"] == "54486.225218"
+    assert {k: v for k, v in on_spark.items() if k not in ("run_id", "created_at")} == \
+        {k: v for k, v in duck.items() if k not in ("run_id", "created_at")}
+    with store.session() as s:
+        a, b = runs.run_lines(s, duck["run_id"]), runs.run_lines(s, on_spark["run_id"])
+        assert len(a) == duck["lines"] and [ln.amount for ln in a] == [ln.amount for ln in b] and a == b
+        # --facts maps every committed file, relative to the home's facts folder, onto the root given
+        period = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc))
+        local = fact_urls(s, config.ledger_home(), None, period)
+        remote = fact_urls(s, config.ledger_home(), "s3a://bucket/facts/", period)
+    base = "file://" + (ledger_home / "facts").resolve().as_posix() + "/"
+    for kind in KINDS:
+        assert local[kind] and all(u.startswith(base + kind + "/month=") for u in local[kind])
+        assert remote[kind] == ["s3a://bucket/facts/" + u[len(base):] for u in local[kind]]
+
+
+def test_a_fact_file_spark_cannot_find_is_one_line(ledger_home, spark):
+    gone = (ledger_home / "facts" / "requests" / "month=2026-10" / "b-0.parquet").as_posix()
+    with pytest.raises(SparkError, match=r"^Spark could not read the requests facts: \[PATH_NOT_FOUND\]"):
+        SparkEngine(spark, {"requests": ["file://" + gone]})
+
+
+def test_max_by_skips_a_null_value_and_an_overflow_stops_spark(spark):
+    """The arg_max fix, run: task t's latest outcome (decided at 3) has no value, so both engines give
+    the one before it (decided at 2), never NULL. And a BIGINT sum past 2^63 is an error on Spark (ANSI
+    mode), never a wrapped number, where DuckDB sums into HUGEINT exactly."""
+    import duckdb
+
+    rows = [("t", 1, 1), ("t", 2, 2), ("t", None, 3), ("u", 5, 1)]
+    text = "SELECT k, arg_max(x, y) AS latest FROM v GROUP BY k ORDER BY k"
+    con = duckdb.connect()
+    for engine in (DUCKDB, SparkEngine(spark, {})):
+        engine.load(con, "v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), rows)
+        engine.create(con, "_latest", text, small=True)
+        assert con.execute("SELECT * FROM _latest ORDER BY k").fetchall() == [("t", 2), ("u", 5)]
+        engine.release()
+    big = [("a", 2**62, 1), ("a", 2**62, 2)]
+    DUCKDB.load(con, "v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), big)
+    DUCKDB.create(con, "_sum", "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v")
+    assert con.execute("SELECT s FROM _sum").fetchone()[0] == 2**63
+    engine = SparkEngine(spark, {})
+    engine.load(con, "v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), big)
+    with pytest.raises(SparkError, match=r"^Spark failed making _sum: \[ARITHMETIC_OVERFLOW\]"):
+        engine.create(con, "_sum", "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v", small=True)
+    engine.release()
