@@ -139,11 +139,17 @@ def demo(tmp_path_factory) -> dict:
 
 
 def cli(demo: dict, *args: str, width: int = 100) -> str:
-    """A command's stdout at a terminal `width` columns wide (the CLI's console and the sizing's)."""
+    """A command's stdout over the demo home at a terminal `width` columns wide."""
+    return invoke(demo["home"], *args, width=width)
+
+
+def invoke(home, *args: str, width: int = 100) -> str:
+    """A command's stdout over the ledger `home` at a terminal `width` columns wide (the CLI's console
+    and the sizing's)."""
     from ledger import store
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(demo["home"]))
+        mp.setenv("LEDGER_HOME", str(home))
         mp.delenv("LEDGER_DATABASE_URL", raising=False)
         mp.setattr(console.out, "_width", width)
         r = runner.invoke(app, list(args), env={"COLUMNS": str(width)})

@@ -13,10 +13,10 @@ from rich.cells import cell_len
 from rich.console import Console, Group
 from typer.testing import CliRunner
 
-from ledger import console
 from ledger.cli import app
 from ledger.formats import count, money, percent
 from test_budget_drivers import DEMO_PLAN
+from test_tables import invoke
 
 runner = CliRunner()
 PLAN = Path(__file__).resolve().parent.parent / "examples" / "plan.toml"
@@ -50,20 +50,6 @@ def flat(text: str) -> str:
 
 def m(value: str, signed: bool = False) -> str:
     return money(D(value), signed=signed)
-
-
-def invoke(home: Path, *args: str, width: int = 100) -> str:
-    """A command's stdout at a terminal `width` columns wide."""
-    from ledger import store
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(home))
-        mp.delenv("LEDGER_DATABASE_URL", raising=False)
-        mp.setattr(console.out, "_width", width)
-        r = runner.invoke(app, list(args), env={"COLUMNS": str(width)})
-        store.dispose_engines()
-    assert r.exit_code == 0, (args, r.output)
-    return r.stdout
 
 
 # ---- ledger budget PLAN --------------------------------------------------------------------------

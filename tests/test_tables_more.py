@@ -20,6 +20,7 @@ from ledger.check.findings import CheckReport, Finding
 from ledger.check.render import findings_as_table, summary_line
 from ledger.cli import app
 from ledger.formats import count, money, percent, plural, unit_costs
+from test_tables import rows_of
 
 runner = CliRunner()
 WIDTHS = (100, 80)
@@ -33,18 +34,6 @@ def assert_fits(text: str, width: int) -> None:
 
 def flat(text: str) -> str:
     return " ".join(text.split())
-
-
-def rows_of(text: str) -> dict[str, list[str]]:
-    """The cells of every table row by its first cell (a split table repeats it in each part; a
-    line continuing a wrapped row, its first cell empty, is left out)."""
-    out: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        if line.startswith("│"):
-            cells = [c.strip() for c in line.strip("│").split("│")]
-            if cells[0]:
-                out.setdefault(cells[0], []).extend(cells[1:])
-    return out
 
 
 def column(text: str, header: str) -> str:
