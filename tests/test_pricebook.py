@@ -197,8 +197,38 @@ def test_cli_check_exits_1_with_the_problem_line(write, name, text, problem):
     path = write(name, text)
     result = runner.invoke(app, ["pricebook", "check", str(path)])
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [f"{path}: {problem}"]
+    assert result.stderr.splitlines() == [cli_line(path, path.read_text(encoding="utf-8"), problem)]
     assert result.stdout == ""
+
+
+def header_line(text: str, entry: str) -> int | None:
+    """The 1-based line of the table header an entry of a book concerns, counted in its `text`: the
+    Nth ``[[price]]`` for ``price[N]``, the Nth ``[[fx]]`` for ``fx[N]``, ``[book]`` for ``[book]``."""
+    lines = [raw.strip() for raw in text.split("\n")]
+    head, _, n = entry.partition("[")
+    if entry.startswith("[book]"):
+        return lines.index("[book]") + 1 if "[book]" in lines else None
+    if head in ("price", "fx") and n[:1].isdigit():
+        found = [i for i, raw in enumerate(lines, start=1) if raw == f"[[{head}]]"]
+        return found[int(n.split("]")[0]) - 1]
+    return None
+
+
+def cli_line(path, text: str, problem: str) -> str:
+    """What `pricebook check` and `load` print for `problem` (``entry: message``) of the book at
+    `path`: ``file:line: entry: message``, the line of the entry's header (none known: ``file: ...``)."""
+    line = header_line(text, problem.split(" ", 1)[0].rstrip(":"))
+    return f"{path}:{line}: {problem}" if line else f"{path}: {problem}"
+
+
+def test_a_problem_line_names_the_line_of_its_price(write):
+    """Hand-counted: in this book [book] is line 2 and the [[price]] tables start on lines 9 and 19;
+    the second price overlaps the first, so the CLI names line 19."""
+    name, text, problem = next(c for c in BAD_BOOKS if c[0] == "overlap-open-ended")
+    assert (header_line(text, "[book]"), header_line(text, "price[1]"), header_line(text, "price[2]")) == (2, 9, 19)
+    path = write(name, text)
+    result = runner.invoke(app, ["pricebook", "check", str(path)])
+    assert result.stderr.splitlines() == [f"{path}:19: {problem}"]
 
 
 def test_overlap_across_books_names_the_later_file_and_entry(write, tmp_path):
@@ -211,7 +241,7 @@ def test_overlap_across_books_names_the_later_file_and_entry(write, tmp_path):
     assert {bk.name for bk in books} == {"test-cloud", "other-cloud"}  # each valid alone; together refused
     result = runner.invoke(app, ["pricebook", "check", str(a), str(b)])
     assert result.exit_code == 1
-    assert result.stderr.splitlines() == [line]
+    assert result.stderr.splitlines() == [cli_line(b, b.read_text(encoding="utf-8"), line.split(": ", 1)[1])]
 
 
 def test_every_problem_gets_its_own_line_and_good_books_still_load(write, tmp_path):

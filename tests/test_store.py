@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from ledger import store
 from ledger.cli import app
 from ledger.models import AllocationLine, AllocationRun, FxRateRow, PriceBookRow, PriceEntryRow
+from test_pricebook import cli_line
 
 pytestmark = pytest.mark.store
 
@@ -379,8 +380,9 @@ def test_load_refuses_a_bad_book_and_stores_nothing(ledger_home, book_file):
     book_file.write_text(BOOK.replace('price = "6.88"', 'price = "-6.88"'), encoding="utf-8")
     r = load(book_file)
     assert r.exit_code == 1
-    assert r.stderr.splitlines() == [
-        f"{book_file}: price[1] gpu_time/H100-SXM-80GB/us-east-1/on_demand: price -6.88 is negative"]
+    assert r.stderr.splitlines() == [cli_line(book_file, book_file.read_text(encoding="utf-8"),
+                                              "price[1] gpu_time/H100-SXM-80GB/us-east-1/on_demand: price -6.88 is "
+                                              "negative")]
     with store.session() as s:
         assert s.exec(select(PriceBookRow)).all() == []
 
@@ -392,14 +394,13 @@ def test_load_refuses_a_book_that_overlaps_one_already_loaded(ledger_home, book_
     r = load(other)
     assert r.exit_code == 1
     # every line names the file being loaded, not the book already in the ledger
-    assert r.stderr.splitlines() == [
-        f"{other}: price[1] gpu_time/H100-SXM-80GB/us-east-1/on_demand: overlaps price[1] of book"
-        " test-cloud@2026-10-01 for the same key",
-        f"{other}: price[2] gpu_time/H100-SXM-80GB/us-east-1/reserved: overlaps price[2] of book"
-        " test-cloud@2026-10-01 for the same key",
-        f"{other}: price[3] input_tokens/gemini-2.5-pro/*/*: overlaps price[3] of book"
-        " test-cloud@2026-10-01 for the same key",
-    ]
+    text = other.read_text(encoding="utf-8")
+    assert r.stderr.splitlines() == [cli_line(other, text, problem) for problem in (
+        "price[1] gpu_time/H100-SXM-80GB/us-east-1/on_demand: overlaps price[1] of book test-cloud@2026-10-01 for "
+        "the same key",
+        "price[2] gpu_time/H100-SXM-80GB/us-east-1/reserved: overlaps price[2] of book test-cloud@2026-10-01 for the "
+        "same key",
+        "price[3] input_tokens/gemini-2.5-pro/*/*: overlaps price[3] of book test-cloud@2026-10-01 for the same key")]
     with store.session() as s:
         assert [b.name for b in s.exec(select(PriceBookRow))] == ["test-cloud"]
 
@@ -516,8 +517,9 @@ source_url = "https://example.com/vertex-batch"
 """, encoding="utf-8")
     r = load(clash)
     assert r.exit_code == 1
-    assert r.stderr.splitlines() == [f"{clash}: price[2] input_tokens/gemini-2.5-pro/*/batch/vertex: overlaps price[5] "
-                                     "of book tokens@2026-10-01 for the same key"]
+    assert r.stderr.splitlines() == [cli_line(clash, clash.read_text(encoding="utf-8"),
+                                              "price[2] input_tokens/gemini-2.5-pro/*/batch/vertex: overlaps price[5] "
+                                              "of book tokens@2026-10-01 for the same key")]
 
 
 def test_migration_gives_price_entries_loaded_before_it_the_provider_any(db_url):

@@ -33,8 +33,9 @@ def pricebook_check(paths: Optional[List[Path]] = typer.Argument(None, help=_PAT
                                                                        "(file, line, column, entry, message) as JSON"),
                     as_csv: bool = typer.Option(False, "--csv", help="print the problems as CSV, one row each "
                                                                      "(header only when there are none)")) -> None:
-    """Validate price books: exit 0 when clean, else exit 1 and one line per problem naming file and
-    entry (with --json or --csv, the problems on stdout, line and column where known)."""
+    """Validate price books: exit 0 when clean, else exit 1 and one line per problem, ``file:line: entry:
+    problem`` (the line of the entry's table header where known; with --json or --csv, the problems on
+    stdout as records with file, line, column, entry and message)."""
     one_format(as_json, as_csv)
     books, problems = load_books(_paths(paths))
     n = sum(len(b.prices) for b in books)
@@ -44,7 +45,7 @@ def pricebook_check(paths: Optional[List[Path]] = typer.Argument(None, help=_PAT
     elif as_csv:
         print_csv([p.as_dict() for p in problems], header=list(PROBLEM_COLUMNS), numeric=("line", "column"))
     elif problems:
-        fail([str(p) for p in problems])
+        fail([p.located_line() for p in problems])
     else:
         out.print(f"{plural(len(books), 'price book')}, {plural(n, 'price')}: no problems")
     if problems:
@@ -56,7 +57,7 @@ def pricebook_load(paths: Optional[List[Path]] = typer.Argument(None, help=_PATH
     """Validate, then store the books in the ledger. A loaded version is immutable."""
     books, problems = load_books(_paths(paths))
     if problems:
-        fail([str(p) for p in problems])
+        fail([p.located_line() for p in problems])
     with Ledger() as s:
         try:
             stored = store.books_from_store(s)
@@ -73,7 +74,7 @@ def pricebook_load(paths: Optional[List[Path]] = typer.Argument(None, help=_PATH
 def _cross_with_stored(stored, new) -> list[str]:
     names = {b.name for b in new}
     combined = [b for b in stored if b.name not in names] + list(new)
-    return [str(p) for p in cross_book_problems(combined, new=names)]
+    return [p.located_line() for p in cross_book_problems(combined, new=names)]
 
 
 @pricebook_app.command("show")

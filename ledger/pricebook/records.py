@@ -48,6 +48,13 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.file}: {self.entry}: {self.message}" if self.entry else f"{self.file}: {self.message}"
 
+    def located_line(self) -> str:
+        """The problem as the CLI prints it: ``file:line:column: entry: message``, with the line (and
+        a TOML syntax error's column) where known, else ``file: entry: message`` (:meth:`__str__`)."""
+        where = "" if self.line is None else f":{self.line}" + ("" if self.column is None else f":{self.column}")
+        head = f"{self.file}{where}"
+        return f"{head}: {self.entry}: {self.message}" if self.entry else f"{head}: {self.message}"
+
     def as_dict(self) -> dict:
         """The problem for `pricebook check --json` and `--csv`."""
         return {"file": self.file, "line": self.line, "column": self.column, "entry": self.entry or None,
