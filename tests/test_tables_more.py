@@ -20,7 +20,7 @@ from ledger.check.findings import CheckReport, Finding
 from ledger.check.render import findings_as_table, summary_line
 from ledger.cli import app
 from ledger.formats import count, money, percent, plural, unit_costs
-from test_tables import rows_of
+from test_tables import invoke, rows_of
 
 runner = CliRunner()
 WIDTHS = (100, 80)
@@ -128,16 +128,7 @@ def demo(tmp_path_factory):
 
 def cli(demo, *args: str, width: int = 100) -> str:
     """A command's stdout over the demo home at a terminal `width` columns wide."""
-    from ledger import store
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(demo.home))
-        mp.delenv("LEDGER_DATABASE_URL", raising=False)
-        mp.setattr(console.out, "_width", width)
-        r = runner.invoke(app, list(args), env={"COLUMNS": str(width)})
-        store.dispose_engines()
-    assert r.exit_code == 0, (args, r.output)
-    return r.stdout
+    return invoke(demo.home, *args, width=width)
 
 
 @pytest.mark.slow
