@@ -31,6 +31,7 @@ PAGES = {
 page = st.navigation(PAGES)
 
 state = ui.ledger_state()
+ui.refuse_unknown_facts_layout(state)
 with st.sidebar:
     st.selectbox("Locale (money and numbers)", ui.locale_options(), key="locale",
                  help="How amounts, ratios and counts are written; amounts stay in the run's or plan's currency.")

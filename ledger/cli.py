@@ -9,7 +9,7 @@ from . import __version__
 from .allocate import cli as allocate_cli
 from .budget import cli as budget_cli
 from .check import cli as check_cli
-from .console import out
+from .console import RootGroup, out, run
 from .dashboard import cli as dashboard_cli
 from .demo import cli as demo_cli
 from .export import cli as export_cli
@@ -22,7 +22,7 @@ from .store import cli as store_cli
 from .workload import cli as workload_cli
 
 app = typer.Typer(help="The inference unit-economics ledger: what LLM inference really costs, and who it costs for.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=RootGroup)
 
 
 @app.callback()
@@ -48,7 +48,8 @@ for _feature in (store_cli, pricebook_cli, ingest_cli, workload_cli, sizing_cli,
 
 
 def main() -> None:
-    app()
+    """The ``ledger`` command: the app, with standard output that fails handled (:func:`ledger.console.run`)."""
+    run(app)
 
 
 if __name__ == "__main__":

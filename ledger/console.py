@@ -2,6 +2,7 @@
 instants from the command line, and a checked session on the ledger DB."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -11,9 +12,11 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from . import config, store
 from . import formats
+from .outputs import StdoutError
 
 
 class _Out(Console):
@@ -76,7 +79,10 @@ def parse_instant(text: str, what: str = "time") -> datetime:
         if len(text) == 10:
             return d.replace(tzinfo=timezone.utc)
         fail(f"{what}: {text!r} has no UTC offset (add Z or +00:00)")
-    return d.astimezone(timezone.utc)
+    try:
+        return d.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+01:00, 9999-12-31T23:00-05:00: no such instant in UTC
+        fail(f"{what}: {text!r} is out of range: in UTC it falls before 0001-01-01 or after 9999-12-31")
 
 
 def open_session():
@@ -120,6 +126,95 @@ def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) 
     if not start < end:
         fail(f"--from {frm} is not before --to {to} (the period is [from, to), end exclusive)")
     return start, end
+
+
+# ---- the process around the commands: standard output that fails, and refusals from below --------
+
+class _Stdout:
+    """``sys.stdout`` while :func:`run` runs a command: the real stream, whose write and flush
+    failures become :class:`StdoutError`, so that they are told apart from any other OSError."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _call(self, name: str, *args):
+        if self._stream is None:  # started with standard output closed (>&-)
+            raise StdoutError(errno.EBADF, "standard output is closed")
+        try:
+            return getattr(self._stream, name)(*args)
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror or str(e)) from None
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def writelines(self, lines) -> None:
+        return self._call("writelines", lines)
+
+    def flush(self) -> None:
+        if self._stream is not None:  # nothing was written to a closed output: nothing is lost
+            self._call("flush")
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at the null device, so that nothing left in a buffer is written
+    again at exit (the interpreter's last flush would print an 'Exception ignored' line)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def run(app: Callable[[], object]) -> None:
+    """Run the CLI `app` as the ``ledger`` command, and exit. Standard output that fails while a
+    command writes to it, or at the last flush, is one line on stderr and exit status 1
+    (``ledger report ... --csv > /dev/full``); a reader that went away (``ledger ... | head -1``,
+    EPIPE) ends the command quietly with status 141, as a Unix tool killed by SIGPIPE (128 + 13)."""
+    real = sys.stdout
+    sys.stdout = _Stdout(real)
+    code: object = 0
+    try:
+        try:
+            app()
+        except SystemExit as e:
+            code = e.code
+        sys.stdout.flush()
+    except StdoutError as e:
+        _silence_stdout()
+        if e.errno == errno.EPIPE:
+            raise SystemExit(141) from None
+        err.print(f"cannot write to standard output: {e.strerror}; the output is incomplete", markup=False)
+        raise SystemExit(1) from None
+    finally:
+        sys.stdout = real
+    raise SystemExit(code)
+
+
+def refusals_from_below() -> tuple[type[Exception], ...]:
+    """Errors raised from below a command's own checks that are one clear line each, wherever they
+    arise (the facts of an unknown layout): :class:`RootGroup` prints them and exits 1."""
+    from .facts import LayoutError
+
+    return (LayoutError,)
+
+
+class RootGroup(TyperGroup):
+    """The root command group: a refusal of :func:`refusals_from_below` raised anywhere in a command
+    is its one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except refusals_from_below() as e:
+            fail(str(e))
 
 
 def one_format(as_json: bool, as_csv: bool) -> None:

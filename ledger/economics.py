@@ -247,15 +247,18 @@ def unit_economics(data: RunData, *, by: str = "tenant", tenants: Sequence[str] 
 
 # ---- the run summary (allocate --json) ---------------------------------------------------------
 
-def _opt(d: Decimal | None) -> str | None:
+def opt(d: Decimal | None) -> str | None:
+    """Money as the documents write it (a decimal string with six places), None as None."""
     return None if d is None else fmt(d)
 
 
-def _ratio(d: Decimal | None) -> str | None:
+def ratio(d: Decimal | None) -> str | None:
+    """A ratio or share (already rounded) as a plain decimal string, None as None."""
     return None if d is None else format(d, "f")
 
 
-def _iso(at: datetime | None) -> str | None:
+def iso(at: datetime | None) -> str | None:
+    """An aware instant in UTC, ISO 8601 with ``Z``; None as None."""
     return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
@@ -264,20 +267,21 @@ def all_in_entry(total: Decimal, successes: int) -> dict:
     the two costs per successful task: the all-in figure with its numerator (the run total) and
     denominator (the run's successful tasks) so a script can check it, both definitions, and the
     reason when the all-in figure is undefined (null)."""
-    return {ALL_IN: _opt(all_in(total, successes)), f"{ALL_IN}_numerator": fmt(total),
+    return {ALL_IN: opt(all_in(total, successes)), f"{ALL_IN}_numerator": fmt(total),
             f"{ALL_IN}_denominator": successes,
             "definitions": {ALL_IN: ALL_IN_DEFINITION, "cost_per_successful_task": OWN_DEFINITION},
             "reasons": {} if successes else {ALL_IN: NO_SUCCESS}}
 
 
-def _tenant_entry(report: Report, r: Row) -> dict:
+def tenant_entry(report: Report, r: Row) -> dict:
+    """One tenant's entry of the run summary's ``tenants`` (and of ``report tenants --json``)."""
     return {"tenant": r.key, "cost": fmt(r.cost), "by_category": {c: fmt(v) for c, v in r.by_category.items()},
-            "failed_work": fmt(r.failed_work), "failed_work_share": _ratio(r.failed_work_share),
-            "idle_share": fmt(r.idle_share), "share_of_gpu": _ratio(report.share_of_gpu(r)),
+            "failed_work": fmt(r.failed_work), "failed_work_share": ratio(r.failed_work_share),
+            "idle_share": fmt(r.idle_share), "share_of_gpu": ratio(report.share_of_gpu(r)),
             "active_tokens": r.active_tokens, "requests": r.requests, "failed_requests": r.failed_requests,
-            "tasks": r.tasks, "success_rate": _ratio(r.success_rate),
-            "cost_per_successful_task": _opt(r.cost_per_successful_task),
-            "cost_per_1m_active_tokens": _opt(r.cost_per_1m_active_tokens),
+            "tasks": r.tasks, "success_rate": ratio(r.success_rate),
+            "cost_per_successful_task": opt(r.cost_per_successful_task),
+            "cost_per_1m_active_tokens": opt(r.cost_per_1m_active_tokens),
             "reasons": dict(r.reasons), "success_criteria": list(r.criteria)}
 
 
@@ -311,12 +315,12 @@ def summary(allocation: Allocation, *, run_id: str, created_at: datetime | None 
         "by_category": {c: fmt(v) for c, v in by_cat.items()},
         "failed_work": fmt(failed),
         **all_in_entry(allocation.total, report.successful_tasks),
-        "flags": [{"kind": f.kind, "pool": f.pool, "hour": _iso(f.hour)} for f in allocation.flags],
-        "tenants": [_tenant_entry(report, r) for r in report.rows],
+        "flags": [{"kind": f.kind, "pool": f.pool, "hour": iso(f.hour)} for f in allocation.flags],
+        "tenants": [tenant_entry(report, r) for r in report.rows],
         "success_criteria": list(report.criteria),
         "regions": list(allocation.regions),
         "notes": list(allocation.notes),
-        "created_at": _iso(created_at),
+        "created_at": iso(created_at),
         "inputs_digest": inputs_digest,
         "code_version": code_version,
         "lines": len(allocation.lines),

@@ -10,7 +10,8 @@ while a migration is cut short) the readers here read a flat file, and ignore th
 made from it, so every row is read once in either layout.
 
 Every kind's file has the input columns of DESIGN §3 with exact types (money and quantities as
-DECIMAL, instants as TIMESTAMPTZ in UTC) plus bookkeeping columns:
+DECIMAL, instants as TIMESTAMPTZ in UTC; a bill's ``consumed_quantity`` as exact decimal text, see
+:data:`BILL_QUANTITY`) plus bookkeeping columns:
 
 - ``booked_at``: the instant the row counts at for allocation: ``occurred_at`` (requests, meters),
   ``decided_at`` (outcomes), ``charge_period_start`` (bill rows); for a row ingested
@@ -27,6 +28,7 @@ no longer read: a re-sent key's content is compared column by column when it is 
 """
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +37,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import config, duck
+from . import config, duck, vocab
+from .money import decimal_text_sql
 from .pricebook.records import SERVICE_TIERS as _SERVICE_TIERS
 
 
@@ -71,6 +74,12 @@ MONEY = "DECIMAL(38,6)"
 #: Bill money and quantities: AWS types them as doubles; 12 places keep every value written with up
 #: to 12 (the ingest refuses more, never rounds), as the requests' reported_cost.
 BILL_MONEY = "DECIMAL(38,12)"
+#: A bill's ConsumedQuantity is a quantity, not money: it is kept exactly as the decimal number it is,
+#: whatever its places (Microsoft writes 15: ``0.041666666666667``), as text in its one plain form
+#: (:func:`ledger.money.decimal_text_sql`: ``1.50`` and ``1.5e0`` are ``1.5``); never rounded, never
+#: refused for its precision. Fact files written before 2026-12 hold it as DECIMAL(38,12):
+#: :func:`files_sql` reads them as the same text.
+BILL_QUANTITY = "VARCHAR"
 
 KINDS: dict[str, Kind] = {
     "requests": Kind("requests", (
@@ -164,7 +173,7 @@ KINDS: dict[str, Kind] = {
         Column("sku_price_id", "VARCHAR", False),
         Column("pricing_category", "VARCHAR", False),
         Column("commitment_discount_id", "VARCHAR", False),
-        Column("consumed_quantity", BILL_MONEY, False),
+        Column("consumed_quantity", BILL_QUANTITY, False),
         Column("consumed_unit", "VARCHAR", False),
         Column("billed_cost", BILL_MONEY),
         Column("effective_cost", BILL_MONEY),
@@ -184,7 +193,7 @@ SERVICE_TIERS = _SERVICE_TIERS
 OUTCOMES = ("success", "failure")
 FLEET_ROLES = ("serving", "failure_reserve", "canary", "warm_reserve", "maintenance")
 RESERVE_ROLES = FLEET_ROLES[1:]
-CHARGE_CATEGORIES = ("observability", "evaluation", "engineering_ops", "storage", "network", "tools", "other")
+CHARGE_CATEGORIES = tuple(c.value for c in vocab.ChargeCategory)  # as files spell them: "tools" (lines: "tool")
 #: FOCUS ChargeCategory (1.0 to 1.3) and ChargeClass (empty for a regular row).
 BILL_CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
 BILL_CHARGE_CLASSES = ("Correction",)
@@ -194,6 +203,10 @@ BOOKKEEPING = (("booked_at", "TIMESTAMPTZ"),)
 #: The layout of the fact files this code writes (``facts/.layout`` says which a home is in; see
 #: :mod:`ledger.facts_layout`): 2 is the month partitions.
 LAYOUT_VERSION = 2
+#: The layouts this code reads: 1 (flat; a home without a marker) and 2. A home in any other is refused.
+KNOWN_LAYOUTS = (1, 2)
+#: The marker of a home's layout, in ``<home>/facts`` (JSON, ``{"version": 2, ...}``).
+MARKER = ".layout"
 #: The Hive partition column of the fact folders: the UTC month of ``booked_at``, ``YYYY-MM``.
 PARTITION = "month"
 #: Kinds whose reads of a period are the rows booked in it (requests, meters, bill rows).
@@ -203,6 +216,38 @@ BOOKED_IN_PERIOD = ("requests", "meters", "bill")
 READ_AFTER_END = {"outcomes": "decided_at"}
 
 Period = tuple[datetime, datetime]
+
+
+class LayoutError(ValueError):
+    """The facts of a home are in a layout this ledger does not know (a newer ledger wrote them, or
+    the marker is not one): nothing may read or write them. The message is one line."""
+
+
+def layout_version(home: Path | None = None) -> int:
+    """The layout a home's facts are in: its marker's version, or 1 (flat) without one. LayoutError
+    when the marker names a version outside :data:`KNOWN_LAYOUTS` or is not a marker at all: a
+    reader would read files it cannot place, and a writer would write beside them in another layout."""
+    marker = (home or config.ledger_home()) / "facts" / MARKER
+    try:
+        raw = marker.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return 1
+    except (OSError, UnicodeDecodeError) as e:
+        raise LayoutError(f"{marker}: cannot read the facts layout marker ({e}); the facts are neither read nor "
+                          "written without it") from None
+    try:
+        version = json.loads(raw)["version"]
+    except (ValueError, KeyError, TypeError, IndexError):
+        version = None
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise LayoutError(f"{marker}: not a facts layout marker (JSON with a whole-number \"version\", such as "
+                          f"{{\"version\": {LAYOUT_VERSION}}}); the facts are neither read nor written without one")
+    if version not in KNOWN_LAYOUTS:
+        known = " and ".join(map(str, KNOWN_LAYOUTS))
+        raise LayoutError(f"{marker}: the facts are in layout version {version}, which this ledger does not know "
+                          f"(it knows {known}): another version of the ledger wrote them; use that version on "
+                          "this home")
+    return version
 
 
 def kind_dir(kind: str, home: Path | None = None) -> Path:
@@ -241,7 +286,9 @@ def source_stem(path: Path) -> str:
 
 def listing(kind: str, home: Path | None = None) -> tuple[list[Path], list[Path]]:
     """(flat files, partition files) of one kind on disk, committed or not: a look at the kind's
-    folder and its ``month=`` folders, nothing read."""
+    folder and its ``month=`` folders, nothing read. LayoutError when the home's facts are in a
+    layout this ledger does not know (:func:`layout_version`): every reader and writer lists here."""
+    layout_version(home)
     d = kind_dir(kind, home)
     flat: list[Path] = []
     parted: list[Path] = []
@@ -337,36 +384,45 @@ def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None,
     return " UNION ALL ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
 
 
+#: Columns kept as exact decimal text (:data:`BILL_QUANTITY`) that older fact files hold as DECIMAL.
+TEXT_DECIMALS = {"bill": ("consumed_quantity",)}
+
+
 def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
               con: duckdb.DuckDBPyConnection | None = None) -> str:
     """SQL reading fact files of `kind`: its columns and ``booked_at`` (and ``filename`` if asked).
 
     A file written before a column existed (``cache_write_input_tokens``, ``service_tier``, ...)
-    gives that column's default (0, 'standard'), so old facts are read as the new ones are written.
-    Only the files' footers are read to find that out; when every file has every column, the read
-    is the plain one."""
+    gives that column's default (0, 'standard'), so old facts are read as the new ones are written;
+    one written when a bill's quantity was a DECIMAL (:data:`TEXT_DECIMALS`) gives it as the exact
+    decimal text it is now kept as. Only the files' footers are read to find that out; when every
+    file has every column in its type, the read is the plain one."""
     listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
     names = KINDS[kind].names + [n for n, _ in BOOKKEEPING]
     local = con is None
     con = con or duck.connect("footers")
     try:
-        rows = con.execute(f"SELECT file_name, list(name) FROM parquet_schema([{listing}]) "
-                           "GROUP BY file_name").fetchall()
+        rows = con.execute(f"SELECT file_name, list(name), list(name) FILTER (WHERE converted_type = 'DECIMAL') "
+                           f"FROM parquet_schema([{listing}]) GROUP BY file_name").fetchall()
     finally:
         if local:
             con.close()
-    have = [set(cols) for _, cols in rows]
+    have = [set(cols) for _, cols, _ in rows]
     everywhere = set.intersection(*have) if have else set()
     somewhere = set.union(*have) if have else set()
+    as_text = {n for _, _, decimals in rows for n in decimals or [] if n in TEXT_DECIMALS.get(kind, ())}
     # hive_partitioning off: the month is in booked_at already, and a flat file beside partition
     # files (a migration cut short) must not make DuckDB refuse the list or add a column
     opts = ", hive_partitioning=false" + (", filename=true" if filename else "")
-    if all(n in everywhere for n in names):
+    if all(n in everywhere for n in names) and not as_text:
         cols = ", ".join(f'"{n}"' for n in names)
         return f"SELECT {cols}{', filename' if filename else ''} FROM read_parquet([{listing}]{opts})"
     types = {c.name: (c.type, c.default) for c in KINDS[kind].columns}
     exprs = []
     for n in names:
+        if n in as_text:  # union_by_name reads a DECIMAL beside text as its text ('1.500000000000')
+            exprs.append(f'{decimal_text_sql(f"CAST({chr(34)}{n}{chr(34)} AS VARCHAR)")} AS "{n}"')
+            continue
         if n in everywhere:
             exprs.append(f'"{n}"')
             continue

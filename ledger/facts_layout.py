@@ -9,7 +9,9 @@ DuckDB write a month's rows as several files). Layout 1, before it, was flat:
 
 ``<home>/facts/.layout`` records the layout of a home (JSON, ``{"version": 2, ...}``; a home without
 it is read as layout 1), so that opening a home for writing costs one small read when nothing is to
-migrate. :func:`migrate` moves a home to layout 2 under the ingest lock: it runs at ``ledger init``
+migrate. A marker of a version this ledger does not know (a newer ledger's), or a file there that is
+not a marker, is refused by every reader and writer (:class:`ledger.facts.LayoutError`), never
+read past nor written over. :func:`migrate` moves a home to layout 2 under the ingest lock: it runs at ``ledger init``
 (:func:`ledger.store.init_store`) and at every ingest, and it is crash-safe and idempotent:
 
 1. each flat file is rewritten into month partitions under ``facts/_staging/migrate/`` (the
@@ -37,7 +39,7 @@ import duckdb
 from . import duck, facts
 
 #: The marker of a home's layout, in ``<home>/facts``.
-MARKER = ".layout"
+MARKER = facts.MARKER
 #: The ingest lock, in ``<home>/facts``: one writer of a home's facts at a time.
 LOCK = ".ingest.lock"
 #: The scratch folder of writers, in ``<home>/facts`` (swept by every ingest).
@@ -89,7 +91,10 @@ def booked_months(con: duckdb.DuckDBPyConnection, files: list[Path]) -> tuple[st
 def lock(home: Path) -> Iterator[None]:
     """Hold the ingest lock of `home` (``facts/.ingest.lock``, creating the facts folder): ingests,
     undos and the migration of one home run one at a time. Not re-entrant: a holder calls the
-    ``locked=True`` forms."""
+    ``locked=True`` forms. LayoutError, before anything is touched, when the home's facts are in a
+    layout this ledger does not know: no writer changes a home it cannot read (an undo would drop the
+    batch's row, an ingest write files beside ones of another layout)."""
+    facts.layout_version(home)
     d = home / "facts"
     d.mkdir(parents=True, exist_ok=True)
     with open(d / LOCK, "w") as fh:
@@ -206,11 +211,9 @@ def remove_empty_partitions(kind: str, home: Path) -> None:
 # ---- the layout of a home, and its migration -----------------------------------------------------
 
 def layout_version(home: Path) -> int:
-    """The layout a home's facts are in: its marker's version, or 1 (flat) without one."""
-    try:
-        return int(json.loads((home / "facts" / MARKER).read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 1
+    """The layout a home's facts are in: its marker's version, or 1 (flat) without one; LayoutError
+    for a marker of a version this ledger does not know, or not a marker (:func:`ledger.facts.layout_version`)."""
+    return facts.layout_version(home)
 
 
 def mark(home: Path) -> None:

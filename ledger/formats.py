@@ -3,9 +3,11 @@
 Decimal in, text out, rounded half to even (as :mod:`ledger.money` rounds) and grouped by babel's
 ``en_US`` pattern. Money has 2 decimals; a unit cost below 1 (a cost per task or per token) has 6;
 and a column takes one rule for all its cells (:func:`unit_cost_places`), so a column is either
-money at 2 decimals or unit costs at 6, never a mix. Ratios print as percentages. A missing value
-prints as ``—``. JSON and CSV never come here: they keep the exact decimal strings of
-:func:`ledger.money.fmt`.
+money at 2 decimals or unit costs at 6, never a mix. That rule is the one of every surface: the
+dashboard's columns and tiles take it too (in the sidebar's locale and currency), and the workbooks'
+unit-cost formats show up to its 6 decimals (:data:`UNIT_COST_EXTRA_PLACES`). Ratios print as
+percentages. A missing value prints as ``—``. JSON and CSV never come here: they keep the exact
+decimal strings of :func:`ledger.money.fmt`.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ MISSING = "—"
 #: Decimals of money, and of a unit cost below 1.
 MONEY_PLACES = 2
 UNIT_COST_PLACES = 6
+#: Decimals a workbook's unit-cost format may add to the currency's (optional digits, as a sheet has
+#: no rule per column): a 2-decimal currency shows up to UNIT_COST_PLACES.
+UNIT_COST_EXTRA_PLACES = UNIT_COST_PLACES - MONEY_PLACES
 #: Decimals of a percentage (12.3%).
 PERCENT_PLACES = 1
 
@@ -77,11 +82,13 @@ def unit_cost(value: Decimal | None, currency: str | None = None) -> str:
     return money(value, currency, UNIT_COST_PLACES)
 
 
-def unit_cost_places(values: Iterable[Decimal | None]) -> int:
-    """The one rule of a column of unit costs: 6 decimals when every value is below 1 in size
-    (costs per task or token, which 2 decimals would round to nothing), else 2."""
+def unit_cost_places(values: Iterable[Decimal | None], money_places: int | None = MONEY_PLACES) -> int | None:
+    """The one precision rule of unit costs, on every surface (CLI tables, dashboard columns and
+    tiles): a column of them takes 6 decimals when every value is below 1 in size (costs per task or
+    token, which 2 decimals would round to nothing), else `money_places`, the surface's money
+    decimals (2 in a table; the dashboard passes None: the currency's own). None values are missing."""
     present = [abs(v) for v in values if v is not None]
-    return UNIT_COST_PLACES if present and all(v < 1 for v in present) else MONEY_PLACES
+    return UNIT_COST_PLACES if present and all(v < 1 for v in present) else money_places
 
 
 def unit_costs(values: Iterable[Decimal | None], currency: str | None = None) -> list[str]:

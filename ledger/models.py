@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from .vocab import Category, LineKind
 
 _PG_SCALE = Decimal("1e-12")
 
@@ -79,6 +80,12 @@ class UTCDateTime(TypeDecorator):
         if value.tzinfo is None:
             return value.replace(tzinfo=timezone.utc)
         return value.astimezone(timezone.utc)
+
+
+def one_of(column: str, values) -> str:
+    """The SQL of a CHECK that `column` holds one of `values` (texts of a closed set: no quote in them)."""
+    quoted = ", ".join(f"'{v}'" for v in values)
+    return f"{column} IN ({quoted})"
 
 
 def utcnow() -> datetime:
@@ -219,9 +226,13 @@ class AllocationLine(SQLModel, table=True):
     only) variance (an explicit column, never a name suffix); `work` succeeded or failed;
     `shared_from` is idle_slack or idle_reserve on a tenant line that carries its share of idle
     (policy ``share``), on a variance line the idle or unallocated kind it was spread over, else null;
-    `quantity` in `unit` (GPU-seconds, tokens, the meter's unit); `amount` in `currency`, exact."""
+    `quantity` in `unit` (GPU-seconds, tokens, the meter's unit); `amount` in `currency`, exact.
+    `kind` and `category` are CHECKed against :class:`~ledger.vocab.LineKind` and
+    :class:`~ledger.vocab.Category` (migration 0003)."""
 
     __tablename__ = "allocation_line"
+    __table_args__ = (sa.CheckConstraint(one_of("kind", LineKind), name="ck_allocation_line_kind"),
+                      sa.CheckConstraint(one_of("category", Category), name="ck_allocation_line_category"))
     id: Optional[int] = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="allocation_run.id", index=True, max_length=40)
     day: date

@@ -1,4 +1,5 @@
-"""Exact money: Decimal parsing, the ledger precision, and the largest-remainder split."""
+"""Exact money: Decimal parsing, the ledger precision, the largest-remainder split, and the one plain
+text of a decimal number written any way (in SQL, for quantities kept as exact text)."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
@@ -150,3 +151,34 @@ def split_micros(total_micros: int, weights: Sequence[int]) -> list[int]:
     for i in order[:left]:
         parts[i] += 1
     return [sign * p for p in parts]
+
+
+#: The widest exponent a decimal written as text may have to be kept as plain text (a DOUBLE's
+#: smallest, 5e-324, has 324 places).
+MAX_DECIMAL_EXPONENT = 400
+
+
+def decimal_text_sql(x: str) -> str:
+    """SQL: the text `x` of a decimal number in its one plain form, exactly (no exponent, no ``+``,
+    no leading zeros, no trailing zeros after the point, ``0`` for any zero): ``3.36E-7`` is
+    ``0.000000336``, ``1.50`` and ``15e-1`` are ``1.5``, ``2.000000000000000`` is ``2``. Text that is
+    not a decimal number, or whose exponent is beyond ±:data:`MAX_DECIMAL_EXPONENT`, is given back
+    as it is (a check then refuses it); NULL stays NULL. String operations only: no rounding."""
+    t = f"lower(trim({x}))"
+    ok = f"regexp_full_match({t}, '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)(e[+-]?[0-9]+)?')"
+    body = f"ltrim({t}, '+-')"
+    exp_text = f"split_part({body}, 'e', 2)"
+    exp = f"coalesce(TRY_CAST(nullif({exp_text}, '') AS BIGINT), 0)"
+    sane = f"({exp_text} = '' OR abs(TRY_CAST({exp_text} AS BIGINT)) <= {MAX_DECIMAL_EXPONENT})"
+    mant = f"split_part({body}, 'e', 1)"
+    ip, fp = f"split_part({mant}, '.', 1)", f"split_part({mant}, '.', 2)"
+    digits = f"({ip} || {fp})"
+    point = f"(length({ip}) + {exp})"  # where the point falls among the digits
+    padded = (f"(repeat('0', greatest(0, -{point})::BIGINT) || {digits} || "
+              f"repeat('0', greatest(0, {point} - length({digits}))::BIGINT))")
+    at = f"greatest({point}, 0)"
+    whole, frac = f"ltrim(left({padded}, {at}), '0')", f"rtrim(substr({padded}, {at} + 1), '0')"
+    plain = (f"((CASE WHEN {whole} = '' THEN '0' ELSE {whole} END) || "
+             f"(CASE WHEN {frac} = '' THEN '' ELSE '.' || {frac} END))")
+    signed = f"((CASE WHEN starts_with({t}, '-') AND {plain} <> '0' THEN '-' ELSE '' END) || {plain})"
+    return f"(CASE WHEN {ok} AND {sane} THEN {signed} ELSE {x} END)"

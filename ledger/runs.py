@@ -25,6 +25,8 @@ from .economics import Report, RunData, RunInfo, summary, unit_economics
 from .models import AllocationLine, AllocationRun, utcnow
 from .pricebook import Book, PriceIndex
 from .reconcile import BillMap, read_bill, true_up
+from .reconcile.coverage import priced_hours
+from .reconcile.targets import known_targets, unknown_targets
 
 
 class RunError(ValueError):
@@ -60,10 +62,13 @@ def inputs_digest(*, batches: dict[str, list[str]], books: Sequence[Book], start
 
 def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Policy = Policy(),
                     home: Path | None = None, progress: Callable[[str], None] | None = None,
-                    bill_map: BillMap | None = None, engine: Engine | None = None) -> tuple[AllocationRun, Allocation]:
+                    bill_map: BillMap | None = None, engine: Engine | None = None,
+                    allow_partial_bill: bool = False) -> tuple[AllocationRun, Allocation]:
     """Allocate ``[start, end)`` over the ledger's committed facts and loaded price books, and write
     the run. With a `bill_map`, the run is a true-up (``allocate --true-up``): the period's bill
-    placed by the map, each resource's variance booked as variance lines (:mod:`ledger.reconcile`).
+    placed by the map, each resource's variance booked as variance lines (:mod:`ledger.reconcile`);
+    it refuses a map rule naming a pool or provider the ledger does not know, and a bill covering a
+    resource's hours in part unless `allow_partial_bill`.
     `engine` runs the per-request work (default DuckDB; ``ledger.allocate.spark.SparkEngine``).
     Raises :class:`~ledger.allocate.AllocationError` (nothing written), ReconcileError or RunError."""
     books = store.books_from_store(s)
@@ -74,6 +79,7 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
     con = facts.connect(batches, home, period=(start, end))  # only the month partitions the period reads
     try:
         alloc = allocate(con, start=start, end=end, prices=index, policy=policy, progress=progress, engine=engine)
+        hours = priced_hours(con, start, end) if bill_map is not None else None
     finally:
         con.close()
     used = None
@@ -81,7 +87,8 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
         if progress:
             progress("truing up to the bill")
         bill = read_bill(s, bill_map, start=start, end=end, currency=policy.currency, prices=index, home=home)
-        alloc = true_up(alloc, bill, bill_map)
+        alloc = true_up(alloc, bill, bill_map, hours=hours, allow_partial_bill=allow_partial_bill,
+                        unknown=unknown_targets(bill_map, known_targets(s, home)))
         used = {"bill_batches": list(bill.batches), "bill_map": bill_map.sha256}
     digest = inputs_digest(batches=batches, books=index.books, start=start, end=end, policy=policy, true_up=used)
     run = write_run(s, allocation=alloc, inputs_digest=digest, code_version=code_version())

@@ -89,5 +89,5 @@ def assert_shows(text: str, exact: str | Decimal | int) -> None:
 
 
 def decimals(text: str) -> int:
-    """How many decimals a number is shown with (``$0.0967`` -> 4, ``$31.18`` -> 2, ``30,098`` -> 0)."""
+    """How many decimals a number is shown with (``$0.096655`` -> 6, ``$31.18`` -> 2, ``30,098`` -> 0)."""
     return max(0, -shown(text).as_tuple().exponent) - (2 if text.endswith("%") else 0)

@@ -225,9 +225,10 @@ def test_requests_on_a_pool_without_fleet_fail_unless_allowed_and_the_run_says_s
     doc = json.loads(cli("allocate", "--period", "2026-10", "--allow-pool-without-fleet", "p9", "--json"))
     # accepted: nothing to allocate for p9 (no GPU cost exists), so the total is the one of the contract, 338.90
     assert doc["total"] == "338.900000"
+    # the run's note, in the library's own words (a stored note names no option: ledger.hints)
     assert "pool p9: 2 requests in hours 2026-10-03T07:00:00Z to 2026-10-05T21:00:00Z with no serving fleet " \
-           "interval in the period; accepted by --allow-pool-without-fleet: no GPU cost exists for them, so none " \
-           "is allocated (their requests and tokens still count in unit economics)" in doc["notes"]
+           "interval in the period; accepted by the policy's allow_pool_without_fleet: no GPU cost exists for them, " \
+           "so none is allocated (their requests and tokens still count in unit economics)" in doc["notes"]
     b = [t for t in doc["tenants"] if t["tenant"] == "b"][0]
     assert b["requests"] == 3 and b["active_tokens"] == 3600 + 1000 + 200  # q2 + q8 + q9
     # the acceptance is part of the run's policy (hashed into its inputs digest as a sorted set of pools)

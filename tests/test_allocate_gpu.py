@@ -10,6 +10,8 @@ import pytest
 from test_allocate_support import index, run, utc
 
 from ledger.allocate import AllocationError, Flag, Policy, Weights
+from ledger.allocate.cli import NAMES as ALLOCATE_NAMES
+from ledger.hints import say
 
 GPU_BOOK = """
     [book]
@@ -236,7 +238,15 @@ def test_requests_on_a_pool_without_fleet_fail_the_run_naming_pool_hours_and_cou
     fleet = FLEET + "    r7,p7,2026-10-01T09:00:00Z,2026-10-01T10:00:00Z,H100,1,us-east-1,on_demand,canary,\n"
     with pytest.raises(AllocationError) as e:
         run(index(GPU_BOOK), *DAY, fleet=fleet, requests=requests)
+    # the library's own words; `ledger allocate` names its option (ledger.hints)
     assert e.value.problems == [
+        "pool p7: 1 request in hours 2026-10-01T09:00:00Z to 2026-10-01T09:00:00Z but no serving fleet interval in "
+        "the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with the policy's "
+        "allow_pool_without_fleet p7",
+        "pool p9: 3 requests in hours 2026-10-01T12:00:00Z to 2026-10-01T15:00:00Z but no serving fleet interval in "
+        "the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with the policy's "
+        "allow_pool_without_fleet p9"]
+    assert say(e.value.problems, ALLOCATE_NAMES) == [
         "pool p7: 1 request in hours 2026-10-01T09:00:00Z to 2026-10-01T09:00:00Z but no serving fleet interval in "
         "the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with "
         "--allow-pool-without-fleet p7",
@@ -255,12 +265,15 @@ def test_requests_on_a_pool_without_fleet_fail_the_run_naming_pool_hours_and_cou
     assert not [ln for ln in a.lines if ln.pool in ("p7", "p9") and ln.kind == "tenant"]
     assert [n for n in a.notes if "fleet" in n and "flagged" not in n] == [
         "pool p7: 1 request in hours 2026-10-01T09:00:00Z to 2026-10-01T09:00:00Z with no serving fleet interval in "
-        "the period; accepted by --allow-pool-without-fleet: no GPU cost exists for them, so none is allocated "
+        "the period; accepted by the policy's allow_pool_without_fleet: no GPU cost exists for them, so none is "
+        "allocated "
         "(their requests and tokens still count in unit economics)",
         "pool p9: 3 requests in hours 2026-10-01T12:00:00Z to 2026-10-01T15:00:00Z with no serving fleet interval in "
-        "the period; accepted by --allow-pool-without-fleet: no GPU cost exists for them, so none is allocated "
+        "the period; accepted by the policy's allow_pool_without_fleet: no GPU cost exists for them, so none is "
+        "allocated "
         "(their requests and tokens still count in unit economics)",
-        "--allow-pool-without-fleet p5: pool p5 has no request without serving fleet in the period; nothing to accept"]
+        "the policy's allow_pool_without_fleet p5: pool p5 has no request without serving fleet in the period; "
+        "nothing to accept"]
     assert pol.as_dict()["allow_pool_without_fleet"] == ["p5", "p7", "p9"]
     assert "allow_pool_without_fleet" not in Policy().as_dict()  # absent when empty: older digests stay the same
 

@@ -11,7 +11,11 @@ from decimal import Decimal as D
 import pytest
 from typer.testing import CliRunner
 
-from ledger.allocate import sql
+from test_allocate_gpu import FLEET, GPU_BOOK
+from test_allocate_support import facts_con, index, utc
+from test_allocate_usage import METER_ROWS, METERS, TOKENS
+
+from ledger.allocate import allocate, sql, tables
 from ledger.allocate.records import Policy, Weights
 from ledger.cli import app
 
@@ -76,6 +80,28 @@ def test_the_weight_of_a_pool_with_weights_joins_its_integer_weights():
     # scaled so that every weight is an integer: 10, 1, 40
     assert rows == [("p1", 10, 1, 40)] and join == "LEFT JOIN _pool_weights pw ON r.pool = pw.pool"
     assert sql.weight(Policy()) == ("r.input_tokens + r.output_tokens", "", [])
+
+
+def test_the_temp_tables_have_the_columns_and_types_the_registry_declares():
+    # ledger/allocate/tables.py declares each temp table's columns and DuckDB types (what Spark's copies
+    # are cast to): an allocation on the DuckDB engine, with pool weights, GPU and provider requests,
+    # meters and outcomes, makes every one of them with exactly those
+    requests = """
+        request_id,occurred_at,tenant,product,model,pool,provider,task_id,input_tokens,output_tokens,status
+        q1,2026-10-01T10:05:00Z,a,chat,llama,p1,,t1,1000,800,ok
+        q2,2026-10-01T10:06:00Z,b,chat,gpt-5,,openai,t2,1000,200,ok
+    """
+    outcomes = "task_id,tenant,product,outcome,decided_at,criteria\nt1,a,chat,success,2026-10-01T12:00:00Z,ok\n"
+    meters = METER_ROWS + "e1,2026-10-01T01:00:00Z,a,chat,t1,egress,internet,10,GB\n"
+    con = facts_con(fleet=FLEET, requests=requests, outcomes=outcomes, meters=meters)
+    policy = Policy(weights=(("p1", Weights(D(1), D("0.1"), D(1))),))
+    allocate(con, start=utc("2026-10-01T00:00:00Z"), end=utc("2026-10-02T00:00:00Z"),
+             prices=index(GPU_BOOK, TOKENS, METERS), policy=policy)
+    for table in tables.TABLES:
+        made = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
+        declared = [(name, con.execute(f"SELECT typeof(CAST(NULL AS {kind}))").fetchone()[0])
+                    for name, kind in table.columns]
+        assert made == declared, table.name
 
 
 runner = CliRunner()

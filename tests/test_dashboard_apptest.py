@@ -17,6 +17,8 @@ import pytest
 from dashboard_support import APP, PERIOD, PLAN, ROOT, assert_shows, cli, decimals, demo_month, metrics, page, shown, table
 from typer.testing import CliRunner
 
+from ledger.formats import UNIT_COST_PLACES
+
 __all__ = ["APP", "assert_shows", "cli", "metrics", "page", "shown", "table"]  # test_dashboard_reconcile reads them
 PAGES = ("pages/unit_economics.py", "pages/reconcile.py", "pages/tenants.py", "pages/workload.py",
          "pages/sizing_budget.py", "pages/forecast_actual.py", "pages/price_books.py")
@@ -135,11 +137,11 @@ def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
             assert_shows(row["success rate"], want["success_rate"])
         if want["cost_per_1m_active_tokens"] is not None:
             assert_shows(row["per 1M tokens"], want["cost_per_1m_active_tokens"])
-    # one rule per column: the own costs per success (all below $1 in the demo) at 4 decimals each,
-    # money at 2, percentages at 1
+    # one rule per column: the own costs per success (all below $1 in the demo) at the unit-cost
+    # decimals each (6, as the CLI's tables: ledger.formats), money at 2, percentages at 1
     defined = [v for v in frame["own cost per success"] if v != "undefined"]
     assert all(Decimal(r["cost_per_successful_task"]) < 1 for r in rep["rows"] if r["cost_per_successful_task"])
-    assert {decimals(v) for v in defined} == {4}
+    assert {decimals(v) for v in defined} == {UNIT_COST_PLACES} == {6}
     assert {decimals(v) for v in frame["cost"]} == {2} and {decimals(v) for v in frame["success rate"] if v != "—"} == {1}
     if by == "product":
         none_row = next(r for r in rep["rows"] if r["product"] is None)

@@ -1,5 +1,5 @@
 """One number format on the dashboard: money at the currency's decimals, grouped; a column of
-per-unit amounts at one rule (four decimals when all are below one unit, else the currency's);
+per-unit amounts at one rule, the CLI's (six decimals when all are below one unit, else the currency's);
 percentages with one decimal; charts with the currency on their axes in the sidebar's locale; and
 column widths that hold every cell where the grid's sampling would cut one."""
 from __future__ import annotations
@@ -28,12 +28,17 @@ def test_money_at_the_currency_decimals_half_even_and_grouped():
 
 def test_a_column_of_unit_costs_takes_one_rule():
     f = formats("en_US", "USD")
-    # all below $1: four decimals each, trailing zeros kept so the column lines up
-    assert f.unit_column([D("0.05"), D("0.096655"), None]) == ["$0.0500", "$0.0967", "—"]
+    # all below $1: six decimals each, trailing zeros kept so the column lines up
+    assert f.unit_column([D("0.05"), D("0.096655"), None]) == ["$0.050000", "$0.096655", "—"]
     # one at $1 or more: the whole column at the currency's two decimals
     assert f.unit_column([D("31.1849"), D("0.05")]) == ["$31.18", "$0.05"]
-    assert f.unit_money(D("0.58772")) == "$0.5877" and f.unit_money(D("26.2")) == "$26.20"
-    assert formats("de_DE", "EUR").unit_column([D("0.0967")]) == ["0,0967\xa0€"]
+    assert f.unit_money(D("0.58772")) == "$0.587720" and f.unit_money(D("26.2")) == "$26.20"
+    assert formats("de_DE", "EUR").unit_column([D("0.0967")]) == ["0,096700\xa0€"]
+    # the one precision rule of unit costs on every surface: the CLI's tables write the same digits
+    from ledger.formats import unit_costs
+
+    for column in ([D("0.05"), D("0.096655"), None], [D("31.1849"), D("0.05")], [D("0.0000015")]):
+        assert [c.removeprefix("$") for c in f.unit_column(column)] == unit_costs(column)
 
 
 def test_percentages_and_counts():

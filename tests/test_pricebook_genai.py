@@ -273,8 +273,10 @@ def test_what_cannot_be_mapped_is_reported_not_guessed(books):
     assert parse_book(together.text, "together.toml")[1] == []
 
 
-def test_provider_list_errors_are_one_line():
+def test_provider_list_errors_are_one_line(tmp_path):
     with pytest.raises(GenaiPricesError, match="no provider given"):
         build_books([" ", ""], on=ON)
-    with pytest.raises(GenaiPricesError, match=r"cannot write to .*: no such folder"):
-        write_books([], ROOT / "no-such-folder")
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    with pytest.raises(GenaiPricesError, match=r"cannot write into .*a-file: it is a file, not a folder"):
+        write_books([], tmp_path / "a-file")
+    assert write_books([], tmp_path / "no-such-folder") == [] and not (tmp_path / "no-such-folder").exists()

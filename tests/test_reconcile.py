@@ -228,8 +228,16 @@ def test_true_up_books_variance_lines_that_sum_to_the_billed_total_exactly(month
     doc = json.loads(cli("allocate", "--period", "2026-10", "--true-up", "--bill-map", str(MAP), "--json"))
     assert doc["total"] == doc["lines_total"] == "394.955000"
     tu = doc["true_up"]
+    # priced as `ledger reconcile` has it: the resources the bill covers (550.40 + 9.00), so that
+    # billed − priced == variance; the OpenAI tokens (0.925) are not billed
     assert (tu["priced_total"], tu["billed_total"], tu["variance_total"], tu["unmatched"]) == \
-        ("560.325000", "394.030000", "-165.370000", "2.300000")
+        ("559.400000", "394.030000", "-165.370000", "2.300000")
+    assert D(tu["billed_total"]) - D(tu["priced_total"]) == D(tu["variance_total"])
+    assert (tu["not_billed"], tu["run_total"], tu["trued_up_total"]) == ("0.925000", "560.325000", "394.955000")
+    assert D(tu["run_total"]) + D(tu["variance_total"]) == D(tu["trued_up_total"]) == D(doc["total"])
+    pool = next(r for r in tu["resources"] if r["name"] == "h100-chat")
+    assert (pool["hours_priced"], pool["hours_billed"], pool["coverage"]) == (10, 10, "1.0000")
+    assert tu["partial_bill_allowed"] == []
     assert len(tu["bill_batches"]) == 1 and tu["bill_map"]["path"] == str(MAP)
     assert tu["tenants"] == {"a": "-12.339000", "b": "-4.023000"}
     start, end = store.month_bounds("2026-10")

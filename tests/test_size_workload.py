@@ -9,6 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ledger.cli import app
+from ledger.hints import say
+from ledger.sizing.cli import NAMES as SIZE_NAMES
 from ledger.sizing import CurveContext, CurvePoint, SizingError, SizingRequest, make_curve, size
 from ledger.sizing.traffic import workload_inputs
 from ledger.workload import Bursts, Percentiles, Workload
@@ -43,10 +45,23 @@ def test_workload_inputs_take_the_percentile_and_the_means():
     assert (wi.tpm, wi.isl, wi.osl, wi.rise_tpm, wi.percentile) == (12000.0, 2000.0, 250.0, 20000.0, "p99")
     assert workload_inputs(_hand_workload(), "max").tpm == 20000.0
     assert workload_inputs(_hand_workload(), "max").rise_tpm is None  # no time to ready, no rise
-    with pytest.raises(SizingError, match="--percentile 'p90': one of p50, p95, p99, max, mean"):
+    with pytest.raises(SizingError, match="^percentile 'p90': one of p50, p95, p99, max, mean") as bad:
         workload_inputs(_hand_workload(), "p90")
-    with pytest.raises(SizingError, match="no output tokens to size from .* TPM p50 0.0"):
+    assert say(bad.value.problems, SIZE_NAMES) == ["--percentile 'p90': one of p50, p95, p99, max, mean"]
+    # traffic, but the p50 minute is an empty one: the error says what to change
+    with pytest.raises(SizingError) as empty:
         workload_inputs(_hand_workload(), "p50")
+    assert list(empty.value.problems) == [
+        "workload 2025-10 pool p1: TPM p50 is 0: the p50 minute of its 60 minutes served no output tokens (120 "
+        "requests in all); pick a higher percentile (max is 20,000) or a window with traffic throughout "
+        "(over the busy hours)"]
+    # as `ledger size` says it: its options named (ledger.hints)
+    assert say(empty.value.problems, SIZE_NAMES) == [
+        "workload 2025-10 pool p1: TPM p50 is 0: the p50 minute of its 60 minutes served no output tokens (120 "
+        "requests in all); pick a higher --percentile (max is 20,000) or a window with traffic throughout "
+        "(--from/--to over the busy hours)"]
+    with pytest.raises(SizingError, match="no output tokens to size from .* TPM p50 0.0"):
+        workload_inputs(_hand_workload(requests=0, output_tokens=0), "p50")
     with pytest.raises(SizingError, match="the rise was measured over 10 min, not the time to ready 15 min"):
         workload_inputs(_hand_workload(), "p99", time_to_ready_min=15)
 
@@ -120,11 +135,15 @@ def test_size_from_the_ledgers_own_traffic(traffic):
 @pytest.mark.store
 def test_size_workload_refusals_one_line_each(traffic):
     base = ["size", "--curve", str(traffic), "--sla", "50", "--gpus-per-replica", "1"]
-    # a finished month of 44,640 minutes with two busy ones: its p99 TPM is 0, nothing to size from
+    # a finished month of 44,640 minutes with two busy ones: its p99 minute is an empty one; the line
+    # says what to change (a higher percentile, or a window over the traffic: --from/--to)
     r = runner.invoke(app, base + ["--workload", "2025-10", "--pool", "p1"])
-    assert r.exit_code == 1 and "no output tokens to size from (120 requests, TPM p99 0.0)" in r.stderr
+    assert r.exit_code == 1 and r.stderr.splitlines() == [
+        "workload 2025-10 pool p1: TPM p99 is 0: the p99 minute of its 44,640 minutes served no output tokens (120 "
+        "requests in all); pick a higher --percentile (max is 20,000) or a window with traffic throughout "
+        "(--from/--to over the busy hours)"]
     r = runner.invoke(app, base + ["--workload", "2025-10", "--tpm", "1000"])
-    assert r.exit_code == 1 and "give the traffic as exactly one of --tpm or --workload PERIOD" in r.stderr
+    assert r.exit_code == 1 and "give the traffic as exactly one of --tpm, --workload PERIOD or --from/--to" in r.stderr
     r = runner.invoke(app, base + ["--workload", "2025-10", "--isl", "100"])
     assert r.exit_code == 1 and "--isl and --osl come from --workload" in r.stderr
     r = runner.invoke(app, base + ["--tpm", "1000", "--pool", "p1"])

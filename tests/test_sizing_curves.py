@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.hints import say_one
+from ledger.sizing.cli import NAMES as SIZE_NAMES
+
 from ledger.sizing import (Curve, SizingError, SizingRequest, curve_problems, detect_format, load_curve,
                            load_curves, merge_curves, parse_anchors, parse_curves, size, validate_curve)
 
@@ -104,7 +107,9 @@ def test_guidellm_v2_sweep_is_per_user_from_itl_and_aggregate_from_output_tps():
     assert "c=1: 94.07 tok/s/user" in problem and "below c=4: 96.99" in problem
     fixed, notes = validate_curve(c, repair=True)
     assert [p.concurrency for p in fixed.points] == [4, 16] and [p.concurrency for p in fixed.dropped] == [1]
-    assert "--repair dropped c=1: 94.07 tok/s/user" in notes[0]
+    # the library's words; `ledger size` names its option (ledger.hints)
+    assert "the repair dropped c=1: 94.07 tok/s/user" in notes[0]
+    assert "--repair dropped c=1: 94.07 tok/s/user" in say_one(notes[0], SIZE_NAMES)
 
 
 def test_aiperf_export_is_a_one_point_curve():
@@ -152,7 +157,8 @@ def test_vultr_curve_fails_naming_its_concurrency_32_point():
     (problem,) = e.value.problems
     # 127.23 tok/s/user at c=32 is below 148.37 at c=64 (real noise).
     assert "c=32: 127.23 tok/s/user (published_curves.csv:5)" in problem
-    assert "below c=64: 148.37 tok/s/user" in problem and "--repair" in problem
+    assert "below c=64: 148.37 tok/s/user" in problem and "(repair the curve to keep the upper envelope)" in problem
+    assert "(use --repair to keep the upper envelope)" in say_one(problem, SIZE_NAMES)  # as `ledger size` says it
     with pytest.raises(SizingError, match="c=32"):
         size(vultr, SizingRequest(tpm=3_000_000, slas=(100,), gpus_per_replica=2))
 
@@ -163,8 +169,9 @@ def test_vultr_curve_passes_with_repair_which_says_what_it_dropped():
     assert [p.concurrency for p in fixed.dropped] == [32]
     assert len(fixed.points) == 8 and curve_problems(fixed) == []
     (note,) = notes
-    assert note.endswith("--repair dropped c=32: 127.23 tok/s/user (published_curves.csv:5): its tok/s/user "
+    assert note.endswith("the repair dropped c=32: 127.23 tok/s/user (published_curves.csv:5): its tok/s/user "
                          "is below c=64: 148.37 tok/s/user (published_curves.csv:6) at a higher concurrency")
+    assert say_one(note, SIZE_NAMES) == note.replace("the repair dropped", "--repair dropped")
     # TPM 3,000,000 = 50,000 tok/s. SLA 100: c* = 128 (112.23 >= 100 > 84.96 at 256), measured 11,556 tok/s;
     # 50,000 / (11,556 x 0.7 = 8,089.2) = 6.18 -> 7 replicas x 2 GPUs = 14.
     # SLA 140: c* = 64 (148.37), 8,120 tok/s; 50,000 / 5,684 = 8.80 -> 9 replicas -> 18 GPUs. The dropped c=32

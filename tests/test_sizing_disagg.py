@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from ledger.budget import budget, load_plan, parse_plan
 from ledger.pricebook import PriceIndex, parse_book
 from ledger.sizing import Reserves, SizingError, load_curve
+from ledger.hints import say_one
+from ledger.sizing.cli import NAMES as SIZE_NAMES
 from ledger.sizing.cli import register
 from ledger.sizing.disagg import (load_prefill_curve, parse_prefill_curves, prefill_point, validate_prefill,
                                   xpyd)
@@ -94,7 +96,8 @@ def test_ttft_falling_with_load_fails_and_repair_drops_the_slower_point():
         validate_prefill(c)
     fixed, notes = validate_prefill(c, repair=True)
     assert [p.input_tok_s for p in fixed.points] == [40000, 60000] and len(notes) == 1
-    assert "--repair dropped 20,000 input tok/s at TTFT 300 ms" in notes[0]
+    assert "the repair dropped 20,000 input tok/s at TTFT 300 ms" in notes[0]
+    assert "--repair dropped 20,000 input tok/s at TTFT 300 ms" in say_one(notes[0], SIZE_NAMES)  # `ledger size`
 
 
 def test_the_prefill_operating_point_at_a_ttft_limit():

@@ -33,6 +33,7 @@ from ledger import config, runs, store  # noqa: E402
 from ledger.allocate import AllocationError, Policy, Weights, allocate  # noqa: E402
 from ledger.allocate.engines import DUCKDB  # noqa: E402
 from ledger.allocate.spark import KINDS, SparkEngine, SparkError, fact_urls, session  # noqa: E402
+from ledger.allocate.tables import TempTable  # noqa: E402
 from ledger.cli import app  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -147,20 +148,23 @@ def test_max_by_skips_a_null_value_and_an_overflow_stops_spark(spark):
     mode), never a wrapped number, where DuckDB sums into HUGEINT exactly."""
     import duckdb
 
+    v = TempTable("v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), statement=None)
+    latest = TempTable("_latest", (("k", "VARCHAR"), ("latest", "BIGINT")), statement=None, small=True)
+    total = TempTable("_sum", (("s", "HUGEINT"),), statement=None, small=True)
     rows = [("t", 1, 1), ("t", 2, 2), ("t", None, 3), ("u", 5, 1)]
     text = "SELECT k, arg_max(x, y) AS latest FROM v GROUP BY k ORDER BY k"
     con = duckdb.connect()
     for engine in (DUCKDB, SparkEngine(spark, {})):
-        engine.load(con, "v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), rows)
-        engine.create(con, "_latest", text, small=True)
+        engine.load(con, v, rows)
+        engine.create(con, latest, text)
         assert con.execute("SELECT * FROM _latest ORDER BY k").fetchall() == [("t", 2), ("u", 5)]
         engine.release()
     big = [("a", 2**62, 1), ("a", 2**62, 2)]
-    DUCKDB.load(con, "v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), big)
-    DUCKDB.create(con, "_sum", "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v")
+    DUCKDB.load(con, v, big)
+    DUCKDB.create(con, total, "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v")
     assert con.execute("SELECT s FROM _sum").fetchone()[0] == 2**63
     engine = SparkEngine(spark, {})
-    engine.load(con, "v", (("k", "VARCHAR"), ("x", "BIGINT"), ("y", "BIGINT")), big)
+    engine.load(con, v, big)
     with pytest.raises(SparkError, match=r"^Spark failed making _sum: \[ARITHMETIC_OVERFLOW\]"):
-        engine.create(con, "_sum", "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v", small=True)
+        engine.create(con, total, "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v")
     engine.release()

@@ -543,3 +543,72 @@ def test_migration_gives_price_entries_loaded_before_it_the_provider_any(db_url)
         assert (e.meter, e.provider, e.price) == ("input_tokens", "*", D("1.25"))
     command.downgrade(store.alembic_config(db_url), "0001")   # and back: the column goes
     assert "provider" not in {c["name"] for c in sa.inspect(store.engine(db_url)).get_columns("price_entry")}
+
+
+# ---- the closed sets of a line (migration 0003) --------------------------------------------------
+
+def _insert_line(eng, kind: str, category: str, run_id: str = "r1") -> None:
+    with eng.begin() as c:
+        c.execute(sa.text("INSERT INTO allocation_line (run_id, day, kind, tenant, category, work, quantity, unit, "
+                          "amount, currency) VALUES (:run, '2026-10-01', :kind, 'a', :category, 'succeeded', '1', "
+                          "'token', '1.5', 'USD')"), {"run": run_id, "kind": kind, "category": category})
+
+
+def _lines(eng) -> list[tuple]:
+    with eng.connect() as c:
+        return [tuple(r) for r in c.execute(sa.text("SELECT kind, category FROM allocation_line ORDER BY id"))]
+
+
+def test_migration_checks_the_kind_and_category_of_lines_stored_before_it(db_url):
+    store.init_store(db_url)
+    cfg = store.alembic_config(db_url)
+    command.downgrade(cfg, "0002_price_provider")
+    eng = store.engine(db_url)
+    with eng.begin() as c:
+        c.execute(sa.text("INSERT INTO allocation_run (id, period_start, period_end, created_at, currency, "
+                          "idle_policy, basis, inputs_digest, price_books, code_version, total, summary) VALUES ('r1', "
+                          "'2026-10-01 00:00:00', '2026-11-01 00:00:00', '2026-11-02 00:00:00', 'USD', 'separate', "
+                          "'active_tokens', 'd', '[]', 'v', '3.0', '{}')"))
+    _insert_line(eng, "tenant", "tool")
+    _insert_line(eng, "variance", "provider_tokens")
+    _insert_line(eng, "tenant", "tools")  # a charge's spelling, never a line's: the upgrade names it and stops
+    store.dispose_engines()
+    with pytest.raises(RuntimeError, match=r"allocation_line holds values outside the line kinds and categories, "
+                                           r"so their CHECK constraints cannot be added: category 'tools': 1 row\. "
+                                           r"The upgrade stopped before this revision changed anything"):
+        store.init_store(db_url)
+    eng = store.engine(db_url)
+    assert _lines(eng) == [("tenant", "tool"), ("variance", "provider_tokens"), ("tenant", "tools")]
+    with eng.begin() as c:
+        c.execute(sa.text("DELETE FROM allocation_line WHERE category = 'tools'"))
+    store.dispose_engines()
+    assert store.init_store(db_url) == ("0002_price_provider", head_revision(db_url))
+    eng = store.engine(db_url)
+    assert _lines(eng) == [("tenant", "tool"), ("variance", "provider_tokens")]  # rows kept as they were
+    for kind, category in (("tenants", "gpu"), ("tenant", "tools"), ("Tenant", "gpu"), ("tenant", "GPU")):
+        with pytest.raises(sa.exc.IntegrityError):
+            _insert_line(eng, kind, category)
+    _insert_line(eng, "idle_reserve", "gpu")
+    assert len(_lines(eng)) == 3
+    with store.session(db_url) as s:  # and through the model
+        [run_line] = s.exec(select(AllocationLine).where(AllocationLine.kind == "idle_reserve")).all()
+        assert (run_line.kind, run_line.category, run_line.amount) == ("idle_reserve", "gpu", D("1.5"))
+    command.downgrade(store.alembic_config(db_url), "0002_price_provider")  # and back: the checks go
+    store.dispose_engines()
+    eng = store.engine(db_url)
+    _insert_line(eng, "bogus", "tools")
+    assert len(_lines(eng)) == 4
+
+
+def test_the_stored_checks_are_the_closed_sets_of_ledger_vocab(db_url):
+    from ledger.vocab import Category, LineKind
+
+    store.init_store(db_url)
+    rev = ScriptDirectory.from_config(store.alembic_config(db_url)).get_revision("0003_line_checks").module
+    assert rev.KINDS == tuple(LineKind) and rev.CATEGORIES == tuple(Category)  # a change of either: a new revision
+    checks = {c.name: str(c.sqltext) for c in AllocationLine.__table__.constraints
+              if isinstance(c, sa.CheckConstraint)}
+    assert checks == {name: rev._one_of(column, values) for name, column, values in rev.CHECKS}
+    reflected = {c["name"]: c["sqltext"] for c in sa.inspect(store.engine(db_url)).get_check_constraints(
+        "allocation_line")}
+    assert set(reflected) == set(checks)

@@ -190,7 +190,7 @@ REPORTS = [("report", "unit-economics", "--period", "2026-10"),
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [100, 80])
 def test_every_table_fits_and_cuts_nothing(demo, width):
-    # the budget's tables too (ledger/export/budget_report.py; tests/test_tables_budget.py checks their money)
+    # the budget's tables too (ledger/budget/render.py; tests/test_tables_budget.py checks their money)
     for args in REPORTS + [("budget", str(PLAN))]:
         text = cli(demo, *args, width=width)
         assert text.strip(), args

@@ -211,7 +211,7 @@ def test_a_long_note_wraps_at_the_terminal_width():
     """The drivers' notes are prose: wrapped between words at the width printed at, never one long
     line (the CLI's console does not wrap by itself); their measures at one rule per pair."""
     from ledger.budget.drivers import DriverRow, Drivers
-    from ledger.export.budget_drivers import drivers_notes
+    from ledger.budget.render import drivers_notes
 
     row = DriverRow(dimension="model", key="openai/gpt-5", forecast=D("144.5"), actual=D("138.608725"),
                     error=D("-5.891275"), traffic=D("-5.891275"), output_length=D(0), cache_hit_rate=D(0),

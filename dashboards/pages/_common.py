@@ -21,6 +21,7 @@ from pages._formats import DASH, Formats, chart_locale, formats
 from pages._widths import column_widths
 
 from ledger import dashboard as dd
+from ledger.formats import UNIT_COST_PLACES
 
 #: Locales offered in the sidebar; `ledger dashboard --locale` (LEDGER_DASHBOARD_LOCALE) adds its own.
 LOCALES = ("en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL", "sv_SE", "de_CH", "pt_BR", "ja_JP",
@@ -65,6 +66,18 @@ def ledger_state() -> dd.LedgerState:
     from ledger import config
 
     return _state(str(config.ledger_home()), config.database_url())
+
+
+def refuse_unknown_facts_layout(state: dd.LedgerState) -> None:
+    """Stop every page, with one line, when the home's facts are in a layout this ledger does not
+    know (a newer ledger wrote them): the dashboard reads nothing it cannot place (docs/facts.md)."""
+    from ledger.facts import LayoutError, layout_version
+
+    try:
+        layout_version(state.home)
+    except LayoutError as e:
+        st.error(str(e), icon=":material/error:")
+        st.stop()
 
 
 def show_guidance(state: dd.LedgerState) -> None:
@@ -198,10 +211,12 @@ def pick_plan(prefix: str) -> PlanSource | None:
     if up is None:
         st.info("Upload a plan (TOML), or pick an example plan.")
         return None
+    from ledger.tomlfile import TomlError, decode
+
     try:
-        text = up.getvalue().decode("utf-8")
-    except UnicodeDecodeError:
-        show_problems(f"{up.name}: not UTF-8 text")
+        text = decode(up.getvalue(), up.name)
+    except TomlError as e:  # the line and column of the first byte that is not UTF-8
+        show_problems(str(e))
         return None
     return PlanSource(up.name, text, os.getcwd())
 
@@ -326,9 +341,10 @@ def floats(frame: pd.DataFrame, columns) -> pd.DataFrame:
     return out
 
 
-#: Axis label formats (d3): money grouped with the currency's symbol, trailing zeros dropped.
+#: Axis label formats (d3): money grouped with the currency's symbol, trailing zeros dropped; unit
+#: costs up to the decimals of the one unit-cost rule (:data:`ledger.formats.UNIT_COST_PLACES`).
 MONEY_AXIS = "$,.2~f"
-UNIT_AXIS = "$,.4~f"
+UNIT_AXIS = f"$,.{UNIT_COST_PLACES}~f"
 
 
 def money_axis(currency: str, title: str, *, unit: bool = False, **kwargs) -> alt.Axis:

@@ -1,8 +1,9 @@
 """How the dashboard writes numbers: babel formats per locale and currency, and the same locale for charts.
 
 One rule per column: money at the currency's decimals (two for USD and EUR), grouped; a column of
-per-unit amounts (cost per successful task, per 1M tokens) takes four decimals when every amount in
-it is below one unit of the currency, else the currency's decimals; ratios are percentages with one
+per-unit amounts (cost per successful task, per 1M tokens) takes the ledger's one precision rule of
+unit costs (:func:`ledger.formats.unit_cost_places`, as the CLI's tables): six decimals when every
+amount in it is below one unit of the currency, else the currency's decimals; ratios are percentages with one
 decimal; counts are grouped. Prices keep the decimals their book wrote. Everything stays an exact
 Decimal until it is written here. Charts get the same decimal mark, grouping and currency symbol
 through Vega's number locale (:func:`chart_locale`), so an axis reads ``$2,500`` or ``2.500 $``.
@@ -19,11 +20,10 @@ import pandas as pd
 from babel import Locale
 from babel.numbers import format_currency, format_decimal, format_percent
 
+from ledger.formats import unit_cost_places
 from ledger.money import quantize
 
 DASH = "—"
-#: Decimals of a column of per-unit amounts that are all below one unit of the currency.
-UNIT_PLACES = 4
 
 
 def _missing(d) -> bool:
@@ -42,13 +42,13 @@ class Formats:
         return DASH if _missing(d) else format_currency(d, self.currency, locale=self.locale)
 
     def unit_places(self, values: Iterable[Decimal | None]) -> int | None:
-        """The one rule of a column of per-unit amounts: :data:`UNIT_PLACES` decimals when every
-        amount is below one unit of the currency, else None (the currency's own decimals)."""
-        present = [abs(v) for v in values if not _missing(v)]
-        return UNIT_PLACES if present and all(v < 1 for v in present) else None
+        """The one rule of a column of per-unit amounts (:func:`ledger.formats.unit_cost_places`):
+        six decimals when every amount is below one unit of the currency, else None (the currency's
+        own decimals)."""
+        return unit_cost_places([None if _missing(v) else v for v in values], money_places=None)
 
     def unit_column(self, values: Iterable[Decimal | None]) -> list[str]:
-        """A column of per-unit amounts, every cell at the column's one rule ($0.0967, $0.5877)."""
+        """A column of per-unit amounts, every cell at the column's one rule ($0.096655, $0.587720)."""
         values = list(values)
         places = self.unit_places(values)
         return [self.money_at(v, places) for v in values]

@@ -14,6 +14,10 @@ from pages import _common as ui
 from ledger import dashboard as dd
 
 NOT_PRICED = "(not priced)"
+#: How the sizing page words the hints of what the library says (:mod:`ledger.hints`): its own inputs
+#: where ``ledger size`` names its options.
+NAMES = {"repair": "tick “Repair the curve”", "curve_format": "pick its format",
+         "curve_select": "pick one with “Pick a curve” (a piece of its source, model or workload)"}
 #: TPM a curve without a plan starts from (``ledger size`` requires --tpm: a round starting point).
 START_TPM = 300000.0
 SOURCE_KEY = "sz_curve_source"

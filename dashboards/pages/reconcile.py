@@ -62,6 +62,8 @@ st.markdown(f"Run `{tot['run_id']}`{true_up} · {tot['currency']} · bill batche
             f"{', '.join(tot['bill_batches']) or 'none'} ({f.count(tot['bill_rows'])} rows) · map `{tot['map']}`")
 if not tot["bill_rows"]:
     st.info("No bill row counts in this period: ingest the bill with `ledger ingest bill FILE...`.")
+for warning in tot["warnings"]:  # a partial bill, a map rule naming a pool or provider the ledger lacks
+    st.warning(warning)
 
 with st.container(key="rc_tiles", horizontal=True):
     st.metric("Priced", f.money(tot["priced"]), border=True,
@@ -99,7 +101,11 @@ ui.table(pd.DataFrame({
     "billed": resources["billed"].map(money_or_dash), "difference": resources["difference"].map(money_or_dash),
     "share": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
               for v, why in zip(resources["share"], resources["undefined_because"], strict=True)],
-    "corrections": resources["corrections"].map(money_or_dash), "rows": resources["rows"].map(f.count)}),
+    "corrections": resources["corrections"].map(money_or_dash), "rows": resources["rows"].map(f.count),
+    "coverage": ["—" if pd.isna(hp) else "no hour priced" if not hp else
+                 f"{f.pct(c)} ({f.count(int(hb))}/{f.count(int(hp))} h)"
+                 for c, hb, hp in zip(resources["coverage"], resources["hours_billed"], resources["hours_priced"],
+                                      strict=True)]}),
     "rc_resources")
 
 st.subheader("Unmatched bill rows")

@@ -13,7 +13,9 @@ from ledger import dashboard as dd
 from ledger.budget import BudgetError
 from ledger.money import MoneyError, to_decimal
 from ledger.pricebook import NoPriceError
-from ledger.sizing import DRAFT, FORMATS, Reserves, SizingError, SizingRequest
+from ledger.hints import say
+from ledger.sizing import DRAFT, FORMATS, Reserves, SizingError
+from ledger.sizing.service import PriceSpec, SizingJob
 
 st.title("Sizing and budget")
 state = ui.ledger_state()
@@ -34,179 +36,215 @@ def sizing() -> None:
     st.caption("The SLA (output tok/s per user) picks the concurrency c*, c* the replica throughput, that the "
                "replicas and GPUs: the same engine as `ledger size` (docs/sizing.md).")
     setup, result_col = st.columns([2, 3], gap="large")
-    curve = None
-    pool = None
-    identity: tuple = ("plan",)
     with setup:
-        source = st.radio("Curve", SOURCES, key="sz_source", horizontal=True,
-                          help="Picking another curve source starts its inputs afresh: a plan's pool brings its own "
-                               "parameters; anchors and uploaded files start from `ledger size`'s defaults.")
-        try:
-            if source == SOURCES[0]:
-                examples = [p.name for p in dd.example_plans()]
-                if not examples:
-                    st.info("No example plan ships in `examples/` here: use anchors or upload result files.")
-                else:
-                    plan_name = st.selectbox("Plan", examples, key="sz_plan", on_change=sz.on_plan)
-                    pools = sz.plan_pools(plan_name)
-                    if not pools:
-                        st.info(f"{plan_name} has no self-hosted pool: use anchors or upload result files.")
-                    else:
-                        pool_name = st.selectbox("Pool", list(pools), key="sz_pool")
-                        pool = pools[pool_name]
-                        curve = pool.curve
-                        identity = ("plan", plan_name, pool_name)
-            elif source == SOURCES[1]:
-                identity = ("anchors",)
-                text = st.text_input("Anchors (concurrency:tok/s/user, ...)", value=DEFAULT_ANCHORS, key="sz_anchors",
-                                     help="Measured points only. The default: Llama-3.3-70B bf16 on 4xH200, SGLang "
-                                          "(datacrunch-research/h200-benchmarks).")
-                curve = dd.curve_from_anchors(text)
-            else:
-                files = st.file_uploader("Result files (several: one per load level, merged)",
-                                         accept_multiple_files=True,
-                                         type=["csv", "json", "jsonl", "txt"], key="sz_upload",
-                                         help="A curve CSV, or the results of vllm bench serve, SGLang bench_serving, "
-                                              "GuideLLM or AIPerf.")
-                fmt_col, sel_col = st.columns(2)
-                fmt = fmt_col.selectbox("Format", list(FORMATS), key="sz_format")
-                select = sel_col.text_input("Pick a curve (piece of its source, model or workload)", key="sz_select")
-                identity = ("upload", tuple((f.name, f.size) for f in files or ()), fmt, select)
-                if files:
-                    curve = dd.curve_from_files([(f.name, f.getvalue()) for f in files], fmt=fmt, select=select)
-                else:
-                    st.info("Upload one or more result files.")
-        except (SizingError, BudgetError) as e:
-            ui.show_problems(e.problems, title="This curve cannot be read")
-            curve = None
-
-        sz.follow_source(identity, pool=pool, curve=curve)
-        a, b = st.columns(2)
-        tpm = a.number_input("TPM (output tokens per minute)", min_value=1.0, step=10000.0, format="%.0f", key="sz_tpm")
-        gpr = b.number_input("GPUs per replica", min_value=1, step=1, key="sz_gpr")
-        slas_text = st.text_input("SLAs (tok/s per user, comma-separated)", key="sz_slas")
-        if curve is not None and st.button("SLAs at the measured points", key="sz_slas_measured"):
-            st.session_state["sz_slas"] = sz.measured_slas(curve)
-            st.rerun()
-        util = st.slider("Planned utilization of replica throughput", min_value=0.05, max_value=1.0, step=0.05,
-                         key="sz_util")
-        r1, r2, r3 = st.columns(3)
-        failure = r1.number_input("Failure reserve", min_value=0, step=1, key="sz_failure",
-                                  help="Failover replicas (N+K).")
-        canary = r2.number_input("Canary", min_value=0, step=1, key="sz_canary", help="Canary replicas.")
-        warm = r3.number_input("Warm reserve", min_value=0, step=1, key="sz_warm", help="Warm reserve replicas.")
-        interpolate = st.checkbox("Interpolate between points (DRAFT)", key="sz_interpolate")
-        repair = st.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
-        ttft = st.number_input("TTFT limit at c*, ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
-
-        st.markdown("**Price** (GPU-time in force, from " + books.where + ")")
-        p1, p2 = st.columns(2)
-        day = p1.date_input("Price in force at 00:00 UTC of", value=ui.now_utc().date(), key="sz_at")
-        hours_text = p2.text_input("Hours per month", value="730", key="sz_hours")
-        at = datetime.combine(day, time(0), tzinfo=timezone.utc)
-        gpu_prices = dd.gpu_prices_frame(books.books, at)
-        devices = [NOT_PRICED, *sorted(gpu_prices["device"].unique())]
-        device = sz.choose(st, "Device", devices, "sz_device", default=pool.device if pool else NOT_PRICED)
-        of_device = gpu_prices[gpu_prices["device"] == device]
-        regions = sorted(of_device["region"].unique()) or ["*"]
-        d2, d3 = st.columns(2)
-        region = sz.choose(d2, "Region", regions, "sz_region", default=pool.region if pool else None,
-                           disabled=device == NOT_PRICED)
-        options = sorted(of_device[of_device["region"] == region]["purchase_option"].unique()) or ["*"]
-        option = sz.choose(d3, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
-                           disabled=device == NOT_PRICED)
-
-    result = None
+        curve, pool = curve_choice()
+        inputs = parameters(curve, pool)
     with result_col:
-        problems = []
-        slas: list[float] = []
-        for part in (p.strip() for p in (slas_text or "").split(",")):
-            if part:
-                try:
-                    slas.append(float(part))
-                except ValueError:
-                    problems.append(f"SLAs: {part!r} is not a number of tok/s per user")
-        if not slas and not problems:
-            problems.append("SLAs: give one or more, such as 20,50,70")
-        try:
-            hours = to_decimal(hours_text, what="hours per month")
-        except MoneyError as e:
-            problems.append(str(e))
-        if curve is None:
-            st.info("Choose a curve to size with.")
-        elif problems:
-            ui.show_problems(problems, title="Cannot size yet")
-        else:
-            request = SizingRequest(tpm=float(tpm), slas=tuple(slas), gpus_per_replica=int(gpr), util=float(util),
-                                    reserves=Reserves(int(failure), int(canary), int(warm)),
-                                    interpolate=bool(interpolate), ttft_limit_ms=float(ttft) or None,
-                                    repair=bool(repair))
-            try:
-                result = dd.size_fleet(curve, request, books=books.books,
-                                       device=None if device == NOT_PRICED else device, region=region,
-                                       purchase_option=option, at=at, hours_per_month=hours)
-            except SizingError as e:
-                ui.show_problems(e.problems, title="The sizing engine refused")
-            except NoPriceError as e:
-                ui.show_problems(str(e), title="No price in force")
+        result = sized(curve, inputs)
         if result is not None:
             frame = dd.sizing_frame(result)
             currency = result.pricing.currency if result.pricing else "USD"
             f = ui.fmt(currency)
-            focus = frame.iloc[0]
-            if pool is not None and pool.sla in set(frame["sla_tok_s_user"]):
-                focus = frame[frame["sla_tok_s_user"] == pool.sla].iloc[0]
-            badge = (":orange-badge[DRAFT] interpolated between measured points (linear in log concurrency)"
-                     if result.status == DRAFT else ":green-badge[VERDICT] measured points only")
-            with st.container(key="sz_status"):
-                st.markdown(badge)
-            with st.container(key="sz_tiles", horizontal=True):
-                sla = float(focus["sla_tok_s_user"])
-                sla_text = f.number(sla, 0 if sla.is_integer() else 1)
-                st.metric(f"GPUs at {sla_text} tok/s/user", f.count(focus["gpus"]), border=True,
-                          help=f"{focus['replicas_serving']} serving + {focus['replicas_reserve']} reserve replicas "
-                               f"x {int(gpr)} GPUs")
-                st.metric(f"{currency}/month at {sla_text} tok/s/user",
-                          f.money(focus["monthly_cost"]) if result.pricing else "not priced", border=True)
-                st.metric("c* (requests in flight per replica)",
-                          f.number(focus["c_star"], 1) + ("" if focus["c_star_measured"] else " ~"), border=True)
-            st.code("\n".join(dd.sizing_context(result)), language=None, wrap_lines=True)
-
+            result_tiles(result, frame, f, pool, inputs["gpus_per_replica"])
     if result is not None:  # the table and the chart take the page's whole width
-        shown = pd.DataFrame({
-            "SLA tok/s/user": frame["sla_tok_s_user"].map(lambda v: f.number(v, 1)),
-            "c*": [f.number(c, 1) + ("" if m else " ~")
-                   for c, m in zip(frame["c_star"], frame["c_star_measured"], strict=True)],
-            "tok/s/user at c*": frame["tok_s_user"].map(lambda v: f.number(v, 1)),
-            "replica output tok/s": frame["replica_output_tok_s"].map(lambda v: f.number(v, 1)),
-            "basis": frame["throughput_basis"], "limited by": frame["limited_by"],
-            "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(frame["replicas_serving"],
-                                                                     frame["replicas_reserve"], strict=True)],
-            "GPUs": frame["gpus"].map(f.count),
-            f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
-            "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
-        })
-        ui.table(shown, "sz_table", help={"c*": "requests in flight per replica at the SLA (~: between measured "
-                                                "points, DRAFT)", "replicas": "serving + reserve replicas",
-                                          "capacity tok/GPU-s": "output tokens per GPU-second at c*"})
-        chart = ui.floats(frame, ["monthly_cost"]) if result.pricing else frame.assign(monthly_cost=None)
-        base = alt.Chart(chart).encode(x=alt.X("sla_tok_s_user:Q", title="SLA (output tok/s per user)"))
-        gpus = base.mark_line(point=True, color="#1f77b4").encode(
-            y=alt.Y("gpus:Q", title="GPUs", axis=alt.Axis(titleColor="#1f77b4")),
-            tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"), alt.Tooltip("gpus:Q", title="GPUs")])
-        layers = [gpus]
-        if result.pricing:
-            layers.append(base.mark_line(point=True, strokeDash=[4, 3], color="#d62728").encode(
-                y=alt.Y("monthly_cost:Q", axis=ui.money_axis(currency, "cost per month", titleColor="#d62728")),
-                tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"),
-                         alt.Tooltip("monthly_cost:Q", title=f"cost per month ({currency})", format="$,.2f")]))
-        ui.chart(alt.layer(*layers).resolve_scale(y="independent"), currency, key="sz_chart")
-        with st.expander("Measured points of the curve"):
-            points = dd.curve_points_frame(result.curve)
-            ui.table(pd.DataFrame({"concurrency": points["concurrency"].map(lambda v: f.number(v, 2)),
-                                   "tok/s/user": points["tok_s_user"].map(lambda v: f.number(v, 2)),
-                                   "output tok/s": points["output_tok_s"].map(lambda v: f.number(v, 1)),
-                                   "TTFT ms": points["ttft_ms"].map(lambda v: f.number(v, 1))}), "sz_points")
+        result_table(result, frame, f, currency)
+
+
+def curve_choice():
+    """The curve to size with (None until one is chosen and read) and the plan's pool it is from
+    (None for anchors and uploaded files); the inputs then follow the curve source."""
+    curve = None
+    pool = None
+    identity: tuple = ("plan",)
+    source = st.radio("Curve", SOURCES, key="sz_source", horizontal=True,
+                      help="Picking another curve source starts its inputs afresh: a plan's pool brings its own "
+                           "parameters; anchors and uploaded files start from `ledger size`'s defaults.")
+    try:
+        if source == SOURCES[0]:
+            examples = [p.name for p in dd.example_plans()]
+            if not examples:
+                st.info("No example plan ships in `examples/` here: use anchors or upload result files.")
+            else:
+                plan_name = st.selectbox("Plan", examples, key="sz_plan", on_change=sz.on_plan)
+                pools = sz.plan_pools(plan_name)
+                if not pools:
+                    st.info(f"{plan_name} has no self-hosted pool: use anchors or upload result files.")
+                else:
+                    pool_name = st.selectbox("Pool", list(pools), key="sz_pool")
+                    pool = pools[pool_name]
+                    curve = pool.curve
+                    identity = ("plan", plan_name, pool_name)
+        elif source == SOURCES[1]:
+            identity = ("anchors",)
+            text = st.text_input("Anchors (concurrency:tok/s/user, ...)", value=DEFAULT_ANCHORS, key="sz_anchors",
+                                 help="Measured points only. The default: Llama-3.3-70B bf16 on 4xH200, SGLang "
+                                      "(datacrunch-research/h200-benchmarks).")
+            curve = dd.curve_from_anchors(text)
+        else:
+            files = st.file_uploader("Result files (several: one per load level, merged)", accept_multiple_files=True,
+                                     type=["csv", "json", "jsonl", "txt"], key="sz_upload",
+                                     help="A curve CSV, or the results of vllm bench serve, SGLang bench_serving, "
+                                          "GuideLLM or AIPerf.")
+            fmt_col, sel_col = st.columns(2)
+            fmt = fmt_col.selectbox("Format", list(FORMATS), key="sz_format")
+            select = sel_col.text_input("Pick a curve (piece of its source, model or workload)", key="sz_select")
+            identity = ("upload", tuple((f.name, f.size) for f in files or ()), fmt, select)
+            if files:
+                curve = dd.curve_from_files([(f.name, f.getvalue()) for f in files], fmt=fmt, select=select)
+            else:
+                st.info("Upload one or more result files.")
+    except (SizingError, BudgetError) as e:
+        ui.show_problems(say(e.problems, sz.NAMES), title="This curve cannot be read")
+        curve = None
+    sz.follow_source(identity, pool=pool, curve=curve)
+    return curve, pool
+
+
+def parameters(curve, pool) -> dict:
+    """The sizing's inputs (kept in ``sz_*`` session keys, set by :func:`pages._sizing.follow_source`)
+    and the GPU price: the widgets' values by the job's field names."""
+    a, b = st.columns(2)
+    tpm = a.number_input("TPM (output tokens per minute)", min_value=1.0, step=10000.0, format="%.0f", key="sz_tpm")
+    gpr = b.number_input("GPUs per replica", min_value=1, step=1, key="sz_gpr")
+    slas_text = st.text_input("SLAs (tok/s per user, comma-separated)", key="sz_slas")
+    if curve is not None and st.button("SLAs at the measured points", key="sz_slas_measured"):
+        st.session_state["sz_slas"] = sz.measured_slas(curve)
+        st.rerun()
+    util = st.slider("Planned utilization of replica throughput", min_value=0.05, max_value=1.0, step=0.05,
+                     key="sz_util")
+    r1, r2, r3 = st.columns(3)
+    failure = r1.number_input("Failure reserve", min_value=0, step=1, key="sz_failure", help="Failover replicas (N+K).")
+    canary = r2.number_input("Canary", min_value=0, step=1, key="sz_canary", help="Canary replicas.")
+    warm = r3.number_input("Warm reserve", min_value=0, step=1, key="sz_warm", help="Warm reserve replicas.")
+    interpolate = st.checkbox("Interpolate between points (DRAFT)", key="sz_interpolate")
+    repair = st.checkbox("Repair the curve", key="sz_repair", help="Keep the upper envelope, say what was dropped.")
+    ttft = st.number_input("TTFT limit at c*, ms (0: none)", min_value=0.0, step=50.0, key="sz_ttft")
+    return {"tpm": float(tpm), "gpus_per_replica": int(gpr), "slas_text": slas_text, "util": float(util),
+            "reserves": Reserves(failure=int(failure), canary=int(canary), warm=int(warm)),
+            "interpolate": bool(interpolate), "repair": bool(repair), "ttft_limit_ms": float(ttft) or None,
+            **price_inputs(pool)}
+
+
+def price_inputs(pool) -> dict:
+    """The GPU-time price in force: the device (or not priced), region and purchase option, the day
+    and the hours per month (``ledger size``'s default)."""
+    st.markdown("**Price** (GPU-time in force, from " + books.where + ")")
+    p1, p2 = st.columns(2)
+    day = p1.date_input("Price in force at 00:00 UTC of", value=ui.now_utc().date(), key="sz_at")
+    hours_text = p2.text_input("Hours per month", value=str(dd.sizing_defaults()["hours_per_month"]), key="sz_hours")
+    at = datetime.combine(day, time(0), tzinfo=timezone.utc)
+    gpu_prices = dd.gpu_prices_frame(books.books, at)
+    devices = [NOT_PRICED, *sorted(gpu_prices["device"].unique())]
+    device = sz.choose(st, "Device", devices, "sz_device", default=pool.device if pool else NOT_PRICED)
+    of_device = gpu_prices[gpu_prices["device"] == device]
+    regions = sorted(of_device["region"].unique()) or ["*"]
+    d2, d3 = st.columns(2)
+    region = sz.choose(d2, "Region", regions, "sz_region", default=pool.region if pool else None,
+                       disabled=device == NOT_PRICED)
+    options = sorted(of_device[of_device["region"] == region]["purchase_option"].unique()) or ["*"]
+    option = sz.choose(d3, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
+                       disabled=device == NOT_PRICED)
+    return {"device": None if device == NOT_PRICED else device, "region": region, "purchase_option": option,
+            "at": at, "hours_text": hours_text}
+
+
+def sized(curve, inputs: dict):
+    """The sizing service (``ledger size``'s) on a job of the page's inputs, or None with why not."""
+    problems = []
+    slas: list[float] = []
+    for part in (p.strip() for p in (inputs["slas_text"] or "").split(",")):
+        if part:
+            try:
+                slas.append(float(part))
+            except ValueError:
+                problems.append(f"SLAs: {part!r} is not a number of tok/s per user")
+    if not slas and not problems:
+        problems.append("SLAs: give one or more, such as 20,50,70")
+    try:
+        hours = to_decimal(inputs["hours_text"], what="hours per month")
+    except MoneyError as e:
+        problems.append(str(e))
+    if curve is None:
+        st.info("Choose a curve to size with.")
+        return None
+    if problems:
+        ui.show_problems(problems, title="Cannot size yet")
+        return None
+    price = None if inputs["device"] is None else PriceSpec(
+        device=inputs["device"], region=inputs["region"] or "*", purchase_option=inputs["purchase_option"] or "*",
+        at=inputs["at"], hours_per_month=hours, books=tuple(books.books))
+    job = SizingJob(curve=curve, tpm=inputs["tpm"], slas=tuple(slas), gpus_per_replica=inputs["gpus_per_replica"],
+                    util=inputs["util"], reserves=inputs["reserves"], interpolate=inputs["interpolate"],
+                    ttft_limit_ms=inputs["ttft_limit_ms"], repair=inputs["repair"], price=price)
+    try:
+        return dd.size_fleet(job)
+    except SizingError as e:
+        ui.show_problems(say(e.problems, sz.NAMES), title="The sizing engine refused")
+    except NoPriceError as e:
+        ui.show_problems(str(e), title="No price in force")
+    return None
+
+
+def result_tiles(result, frame, f, pool, gpr: int) -> None:
+    """VERDICT or DRAFT, the GPUs, the cost and c* at the pool's SLA (else the first), and the
+    context ``ledger size`` prints above its table."""
+    focus = frame.iloc[0]
+    if pool is not None and pool.sla in set(frame["sla_tok_s_user"]):
+        focus = frame[frame["sla_tok_s_user"] == pool.sla].iloc[0]
+    badge = (":orange-badge[DRAFT] interpolated between measured points (linear in log concurrency)"
+             if result.status == DRAFT else ":green-badge[VERDICT] measured points only")
+    with st.container(key="sz_status"):
+        st.markdown(badge)
+    currency = result.pricing.currency if result.pricing else "USD"
+    with st.container(key="sz_tiles", horizontal=True):
+        sla = float(focus["sla_tok_s_user"])
+        sla_text = f.number(sla, 0 if sla.is_integer() else 1)
+        st.metric(f"GPUs at {sla_text} tok/s/user", f.count(focus["gpus"]), border=True,
+                  help=f"{focus['replicas_serving']} serving + {focus['replicas_reserve']} reserve replicas "
+                       f"x {gpr} GPUs")
+        st.metric(f"{currency}/month at {sla_text} tok/s/user",
+                  f.money(focus["monthly_cost"]) if result.pricing else "not priced", border=True)
+        st.metric("c* (requests in flight per replica)",
+                  f.number(focus["c_star"], 1) + ("" if focus["c_star_measured"] else " ~"), border=True)
+    st.code("\n".join(say(dd.sizing_context(result), sz.NAMES)), language=None, wrap_lines=True)
+
+
+def result_table(result, frame, f, currency: str) -> None:
+    """The SLA-first table, GPUs and cost by SLA as a chart, and the curve's measured points."""
+    shown = pd.DataFrame({
+        "SLA tok/s/user": frame["sla_tok_s_user"].map(lambda v: f.number(v, 1)),
+        "c*": [f.number(c, 1) + ("" if m else " ~")
+               for c, m in zip(frame["c_star"], frame["c_star_measured"], strict=True)],
+        "tok/s/user at c*": frame["tok_s_user"].map(lambda v: f.number(v, 1)),
+        "replica output tok/s": frame["replica_output_tok_s"].map(lambda v: f.number(v, 1)),
+        "basis": frame["throughput_basis"], "limited by": frame["limited_by"],
+        "replicas": [f"{s}+{r}" if r else f"{s}" for s, r in zip(frame["replicas_serving"],
+                                                                 frame["replicas_reserve"], strict=True)],
+        "GPUs": frame["gpus"].map(f.count),
+        f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
+        "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
+    })
+    ui.table(shown, "sz_table", help={"c*": "requests in flight per replica at the SLA (~: between measured "
+                                            "points, DRAFT)", "replicas": "serving + reserve replicas",
+                                      "capacity tok/GPU-s": "output tokens per GPU-second at c*"})
+    chart = ui.floats(frame, ["monthly_cost"]) if result.pricing else frame.assign(monthly_cost=None)
+    base = alt.Chart(chart).encode(x=alt.X("sla_tok_s_user:Q", title="SLA (output tok/s per user)"))
+    gpus = base.mark_line(point=True, color="#1f77b4").encode(
+        y=alt.Y("gpus:Q", title="GPUs", axis=alt.Axis(titleColor="#1f77b4")),
+        tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"), alt.Tooltip("gpus:Q", title="GPUs")])
+    layers = [gpus]
+    if result.pricing:
+        layers.append(base.mark_line(point=True, strokeDash=[4, 3], color="#d62728").encode(
+            y=alt.Y("monthly_cost:Q", axis=ui.money_axis(currency, "cost per month", titleColor="#d62728")),
+            tooltip=[alt.Tooltip("sla_tok_s_user:Q", title="SLA"),
+                     alt.Tooltip("monthly_cost:Q", title=f"cost per month ({currency})", format="$,.2f")]))
+    ui.chart(alt.layer(*layers).resolve_scale(y="independent"), currency, key="sz_chart")
+    with st.expander("Measured points of the curve"):
+        points = dd.curve_points_frame(result.curve)
+        ui.table(pd.DataFrame({"concurrency": points["concurrency"].map(lambda v: f.number(v, 2)),
+                               "tok/s/user": points["tok_s_user"].map(lambda v: f.number(v, 2)),
+                               "output tok/s": points["output_tok_s"].map(lambda v: f.number(v, 1)),
+                               "TTFT ms": points["ttft_ms"].map(lambda v: f.number(v, 1))}), "sz_points")
 
 # ================================================================================================
 def budget() -> None:
@@ -276,7 +314,7 @@ def budget() -> None:
             return dd.budget_workbook(budget, locale=locale)
 
         def _csv(budget=b) -> str:
-            from ledger.export.budget_report import budget_as_csv
+            from ledger.budget.render import budget_as_csv
 
             return budget_as_csv(budget)
 

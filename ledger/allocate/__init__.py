@@ -3,7 +3,8 @@
 Submodules by stage: `records` (policy, lines, flags, usage, tasks, constants), `pricing` (price and
 FX lookups; fleet, provider tokens, meters), `period` (the period's facts in DuckDB), `gpu` (weights,
 coefficients, the GPU split), `idle`, `charges` (charge days and their rules), `lines` (direct
-lines, merge, conservation) and `engine` (:func:`allocate`, the steps in order).
+lines, merge, conservation) and `engine` (:func:`allocate`, the steps in order). The per-request SQL is
+`sql`, run by an engine (`engines`, `spark`) into the temp tables declared once in `tables`.
 """
 from .charges import ChargeDay, price_charges
 from .engine import allocate

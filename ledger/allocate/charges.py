@@ -10,6 +10,7 @@ from decimal import Decimal, localcontext
 import duckdb
 
 from ..money import ZERO, quantize, split
+from ..vocab import TENANT_RULE, ChargeCategory, ChargeRule, LineKind, rule_choices
 from .pricing import _Pricer
 from .records import CHARGE_CATEGORY, DAY_US, Line, _at, _seconds, _us
 
@@ -42,7 +43,7 @@ def price_charges(con: duckdb.DuckDBPyConnection, pricer: _Pricer, start: dateti
         for cid, ps, pe, category, amount, currency, rule in rows:
             if category not in CHARGE_CATEGORY:
                 pricer.problems.setdefault(("charge", cid), f"charge {cid}: category {category!r} is not one of "
-                                                           f"{', '.join(CHARGE_CATEGORY)}")
+                                                           f"{', '.join(ChargeCategory)}")
                 continue
             a, b = max(ps, s_us), min(pe, e_us)
             in_period = quantize(Decimal(amount) * (b - a) / (pe - ps))
@@ -66,16 +67,17 @@ def price_charges(con: duckdb.DuckDBPyConnection, pricer: _Pricer, start: dateti
 # ---- 6. shared charges -------------------------------------------------------------------------
 
 def _rule_weights(rule: str, direct: Mapping[str, Decimal], tokens: Mapping[str, int]) -> dict[str, Decimal] | None:
-    """The eligible tenants of a rule and their weights ({} for none or nobody eligible); None for an unknown rule."""
-    if rule == "even":
+    """The eligible tenants of a rule (a :class:`~ledger.vocab.ChargeRule`, or ``tenant:<name>``) and
+    their weights ({} for none or nobody eligible); None for an unknown rule."""
+    if rule == ChargeRule.EVEN:
         return {t: Decimal(1) for t, c in direct.items() if c > 0}
-    if rule == "by_cost":
+    if rule == ChargeRule.BY_COST:
         return {t: c for t, c in direct.items() if c > 0}
-    if rule == "by_tokens":
+    if rule == ChargeRule.BY_TOKENS:
         return {t: Decimal(n) for t, n in tokens.items() if n > 0}
-    if rule.startswith("tenant:") and rule[len("tenant:"):].strip():
-        return {rule[len("tenant:"):].strip(): Decimal(1)}
-    if rule == "none":
+    if rule.startswith(TENANT_RULE) and rule[len(TENANT_RULE):].strip():
+        return {rule[len(TENANT_RULE):].strip(): Decimal(1)}
+    if rule == ChargeRule.NONE:
         return {}
     return None
 
@@ -99,7 +101,7 @@ def _place_on_days(cds: Sequence[ChargeDay], shares: Mapping[str, Decimal]) -> l
         after = split(running, weights)
         for tenant, part in sorted(_minus(after, before).items()):
             if part != 0:
-                lines.append(Line(day=cd.day, kind="tenant", tenant=tenant, product=None, model=None, pool=None,
+                lines.append(Line(day=cd.day, kind=LineKind.TENANT, tenant=tenant, product=None, model=None, pool=None,
                                   provider=None, category=cd.category, work="succeeded", shared_from=None,
                                   quantity=cd.seconds, unit="second", amount=part))
         before = after
@@ -128,13 +130,12 @@ def _charge_lines(days: Sequence[ChargeDay], direct: Mapping[str, Decimal], toke
         rule = cds[0].rule.strip()
         weights = _rule_weights(rule, direct, tokens)
         if weights is None:
-            problems.setdefault(("rule", cid), f"charge {cid}: allocate {cds[0].rule!r} is not even, by_cost, "
-                                               "by_tokens, tenant:<name> or none")
+            problems.setdefault(("rule", cid), f"charge {cid}: allocate {cds[0].rule!r} is not {rule_choices()}")
             continue
         if not weights:
-            if rule != "none":
+            if rule != ChargeRule.NONE:
                 notes[cid] = f"charge {cid} (allocate {rule}): no eligible tenant in the period; booked unallocated"
-            lines += [Line(day=cd.day, kind="unallocated", tenant=None, product=None, model=None, pool=None,
+            lines += [Line(day=cd.day, kind=LineKind.UNALLOCATED, tenant=None, product=None, model=None, pool=None,
                            provider=None, category=cd.category, work="succeeded", shared_from=None,
                            quantity=cd.seconds, unit="second", amount=cd.amount) for cd in cds]
             continue
@@ -142,7 +143,7 @@ def _charge_lines(days: Sequence[ChargeDay], direct: Mapping[str, Decimal], toke
         if total == 0:
             continue
         ranked = sorted(weights.items())
-        if rule == "even":
+        if rule == ChargeRule.EVEN:
             done = even_done[total < 0]
             before = split(done, ranked) if done else dict.fromkeys(weights, ZERO)
             even_done[total < 0] = done + total

@@ -8,12 +8,18 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .. import console, runs
+from ..hints import lines_of, say
 from ..reconcile import ReconcileError, map_for
 from ..reports.render import summary_as_table
+from ..vocab import EngineName
 from . import BASES, IDLE_POLICIES, AllocationError, Policy, parse_weights, spark
 
 #: The engines of the per-request work (`--engine`).
-ENGINES = ("duckdb", "spark")
+ENGINES = tuple(EngineName)
+#: How `ledger allocate` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
+NAMES = {"allow_no_fleet": "with --allow-pool-without-fleet", "basis_active_tokens": "use --basis active_tokens",
+         "engine_spark": "--engine spark", "bill_map": "name one with --bill-map MAP.toml",
+         "allow_partial_bill": "pass --allow-partial-bill", "true_up": "`allocate --true-up`"}
 
 
 def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
@@ -35,6 +41,10 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                  bill_map: Optional[Path] = typer.Option(None, "--bill-map",
                                                          help="with --true-up: the bill map (TOML); default: "
                                                               "bill-map.toml in the ledger home"),
+                 allow_partial_bill: bool = typer.Option(False, "--allow-partial-bill",
+                                                         help="with --true-up: book a bill that covers only some of "
+                                                              "the hours a resource is priced in (refused without "
+                                                              "it; the run's notes name each such resource)"),
                  engine_name: str = typer.Option("duckdb", "--engine",
                                                  help="where the per-request work runs: duckdb (this machine) or "
                                                       # \\[ is a bracket, not rich markup
@@ -57,12 +67,14 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
     start, end = console.period_bounds(period, frm, to)
     if bill_map is not None and not true_up:
         console.fail("--bill-map is read only with --true-up")
+    if allow_partial_bill and not true_up:
+        console.fail("--allow-partial-bill is read only with --true-up")
     the_map = None
     if true_up:
         try:
             the_map = map_for(bill_map)
         except ReconcileError as e:
-            console.fail(e.problems)
+            console.fail(say(e.problems, NAMES))
     try:
         policy = Policy(idle=idle, basis=basis, currency=currency.upper(), weights=parse_weights(weights or []),
                         allow_pool_without_fleet=tuple(sorted({p.strip() for p in allow_no_fleet or []})))
@@ -78,7 +90,7 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
         try:
             spark.require()
         except spark.SparkError as e:
-            console.fail(str(e))
+            console.fail(say(lines_of(e), NAMES))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console.err,
                   transient=True, disable=not console.err.is_terminal) as bar:
         task = bar.add_task("allocating", total=None)
@@ -88,16 +100,16 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                     if engine_name == "spark" else None
                 run, alloc = runs.allocate_period(s, start=start, end=end, policy=policy, bill_map=the_map,
                                                   progress=lambda stage: bar.update(task, description=stage),
-                                                  engine=engine)
+                                                  engine=engine, allow_partial_bill=allow_partial_bill)
                 doc = runs.load_summary(run)
         except AllocationError as e:
-            console.fail(e.problems)
+            console.fail(say(e.problems, NAMES))
         except ReconcileError as e:  # the true-up cannot be made
-            console.fail(e.problems)
+            console.fail(say(e.problems, NAMES))
         except runs.RunError as e:
             console.fail(str(e))
         except spark.SparkError as e:
-            console.fail(str(e))
+            console.fail(say(lines_of(e), NAMES))
     if as_json:
         console.print_json(doc)
         return

@@ -7,15 +7,17 @@ from datetime import datetime
 
 import duckdb
 
+from ..hints import Hint, Hinted
 from ..pricebook import PriceIndex
 from .charges import _charge_lines, price_charges
 from .engines import DUCKDB, Engine
 from .gpu import _apply_gpu_split, _gpu_groups, gpu_coefficients
 from .idle import _idle_lines
-from .lines import _check_conservation, _direct_costs, _direct_lines, _merge, _total
+from .lines import _direct_costs, _direct_lines, _total, check_conservation, merge
 from .period import _prepare, _regions, _tasks, _usage
 from .pricing import _Pricer, cache_write_notes, price_fleet, price_meters, price_provider
-from .records import Allocation, AllocationError, Policy, _at, _iso
+from .records import Allocation, AllocationError, Policy, _at, iso
+from .tables import GPU_GROUPS
 
 # The engine is a pure function of the facts (DuckDB relations ``requests, meters, outcomes, fleet,
 # charges`` with the columns of ledger.facts), a PriceIndex and a Policy. It returns an Allocation:
@@ -23,8 +25,8 @@ from .records import Allocation, AllocationError, Policy, _at, _iso
 # notes and usage counts. Per-request work is SQL (ledger.allocate.sql: group-bys, and the
 # largest-remainder GPU split in integer micro-units with window functions) run by an engine
 # (engines.DuckEngine on `con` itself by default, or spark.SparkEngine), whose small results are temp
-# tables of `con`; Python only prices aggregates (fleet interval-hours, token buckets, meter groups,
-# charge days) read from `con` and never loops over requests.
+# tables of `con` (each declared once in ledger.allocate.tables); Python only prices aggregates (fleet
+# interval-hours, token buckets, meter groups, charge days) read from `con` and never loops over requests.
 #
 # Order of operations (each step is a function of the module named):
 #
@@ -36,7 +38,7 @@ from .records import Allocation, AllocationError, Policy, _at, _iso
 # 4. idle: _idle_lines (idle: separate, or shared over tenants by direct GPU cost);
 # 5. failed work: the ``work`` column of every request and meter group (_prepare in period);
 # 6. shared charges: _charge_lines (charges);
-# 7. lines and conservation: allocate asserts ``sum(lines) == total`` (lines).
+# 7. lines and conservation: merge, then check_conservation asserts ``sum(lines) == total`` (lines).
 
 
 def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, prices: PriceIndex,
@@ -57,7 +59,7 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
     if start.tzinfo is None or end.tzinfo is None:
         problems.append("the period bounds must be aware UTC instants")
     elif not start < end:
-        problems.append(f"the period is empty: {_iso(start)} is not before {_iso(end)}")
+        problems.append(f"the period is empty: {iso(start)} is not before {iso(end)}")
     if problems:
         raise AllocationError(problems)
     engine = engine or DUCKDB
@@ -88,9 +90,9 @@ def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pr
     coeffs, flags, weight_problems = gpu_coefficients(fleet, weights, policy)
     unserved = _pools_without_fleet(con, fleet)
     problems = sorted(pricer.problems.values()) + weight_problems + [
-        f"pool {pool}: {n} request{'s' * (n != 1)} in hours {_iso(_at(first))} to {_iso(_at(last))} but no serving "
-        f"fleet interval in the period, so their GPU cost would be $0; ingest the pool's fleet, or accept it with "
-        f"--allow-pool-without-fleet {pool}"
+        Hinted(f"pool {pool}: {n} request{'s' * (n != 1)} in hours {iso(_at(first))} to {iso(_at(last))} but no "
+               f"serving fleet interval in the period, so their GPU cost would be $0; ingest the pool's fleet, or "
+               f"accept it ", Hint("allow_no_fleet", "with the policy's allow_pool_without_fleet"), f" {pool}")
         for pool, first, last, n in unserved if pool not in policy.allow_pool_without_fleet]
     if problems:
         raise AllocationError(problems)
@@ -114,8 +116,8 @@ def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pr
 
     say("checking conservation")                                                          # 7
     total = _total(fleet, provider_amounts, meter_amounts, charge_days)
-    merged = _merge(lines)
-    _check_conservation(merged, total)
+    merged = merge(lines)
+    check_conservation(merged, total)
 
     notes = list(notes) + _notes(unserved, flags, policy) + cache_write_notes(write_fallbacks)
     return Allocation(start=start, end=end, policy=policy, price_books=tuple(prices.refs), total=total,
@@ -128,7 +130,7 @@ def _pools_without_fleet(con: duckdb.DuckDBPyConnection, fleet) -> list[tuple[st
     """Pools with requests in the period and no serving fleet interval in it: (pool, first hour,
     last hour (µs), requests). Their GPU cost would be $0, so they fail the run unless allowed."""
     served = {pool for (pool, _), ph in fleet.items() if ph.serving}
-    rows = con.execute("SELECT pool, min(hour), max(hour), sum(n) FROM _gpu_groups GROUP BY pool ORDER BY pool")
+    rows = con.execute(f"SELECT pool, min(hour), max(hour), sum(n) FROM {GPU_GROUPS} GROUP BY pool ORDER BY pool")
     return [(pool, int(first), int(last), int(n)) for pool, first, last, n in rows.fetchall() if pool not in served]
 
 
@@ -139,14 +141,14 @@ def _notes(unserved, flags, policy: Policy) -> list[str]:
                      "goes wholly to its requests (r = C_serve / W); hours without requests are idle slack")
     accepted = {pool for pool, *_ in unserved}
     for pool, first, last, n in unserved:
-        notes.append(f"pool {pool}: {n} request{'s' * (n != 1)} in hours {_iso(_at(first))} to {_iso(_at(last))} "
-                     "with no serving fleet interval in the period; accepted by --allow-pool-without-fleet: "
+        notes.append(f"pool {pool}: {n} request{'s' * (n != 1)} in hours {iso(_at(first))} to {iso(_at(last))} "
+                     "with no serving fleet interval in the period; accepted by the policy's allow_pool_without_fleet: "
                      "no GPU cost exists for them, so none is allocated (their requests and tokens still count in "
                      "unit economics)")
     for pool in policy.allow_pool_without_fleet:
         if pool not in accepted:
-            notes.append(f"--allow-pool-without-fleet {pool}: pool {pool} has no request without serving fleet in "
-                         "the period; nothing to accept")
+            notes.append(f"the policy's allow_pool_without_fleet {pool}: pool {pool} has no request without serving "
+                         "fleet in the period; nothing to accept")
     by_kind: dict[tuple[str, str], int] = defaultdict(int)
     for f in flags:
         by_kind[(f.kind, f.pool)] += 1

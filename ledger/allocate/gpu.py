@@ -8,20 +8,22 @@ from decimal import Decimal, localcontext
 
 import duckdb
 
+from ..hints import Hint, Hinted
 from ..money import from_micros, quantize, to_micros
 from . import sql
 from .engines import DUCKDB, Engine
 from .pricing import PoolHour, _Group
-from .records import Flag, Policy, _at, _iso, _scale
+from .records import Flag, Policy, _at, _scale, iso
+from .tables import COEFF, GPU_GROUPS, GPU_SPLIT
 
 
 def _gpu_groups(con: duckdb.DuckDBPyConnection, engine: Engine = DUCKDB) -> dict[tuple[str, int], tuple[int, int]]:
-    """§4.2 Table `_gpu_groups` (:data:`.sql.GPU_GROUPS`, by `engine`, and in `con`): per pool, hour
+    """§4.2 Table :data:`.tables.GPU_GROUPS` (:data:`.sql.GPU_GROUPS`, by `engine`, and in `con`): per pool, hour
     and (tenant, product, model, work) the integer weight `w` (computed in the pass of
     :func:`._prepare`), requests `n` and active tokens. Returns {(pool, hour): (W, requests without latency)}."""
-    engine.create(con, "_gpu_groups", sql.GPU_GROUPS, small=True)
+    engine.create(con, GPU_GROUPS, sql.GPU_GROUPS)
     return {(pool, hour): (int(w), int(nl)) for pool, hour, w, nl in con.execute(
-        "SELECT pool, hour, sum(w), sum(no_latency) FROM _gpu_groups GROUP BY ALL").fetchall()}
+        f"SELECT pool, hour, sum(w), sum(no_latency) FROM {GPU_GROUPS} GROUP BY ALL").fetchall()}
 
 
 # ---- 3. GPU share: coefficients ----------------------------------------------------------------
@@ -85,9 +87,9 @@ def gpu_coefficients(fleet: Mapping[tuple[str, int], PoolHour], weights: Mapping
             slack_gpu_s = quantize(ph.serving_gpu_s * (d - w) / d)
         coeffs.append(Coefficient(pool=pool, hour=hour, c=c, w=w, slack=d - w, slack_gpu_s=slack_gpu_s))
     for pool in sorted(no_latency_n):
-        problems.append(f"pool {pool}: {no_latency_n[pool]} requests have no latency_ms (first in the hour "
-                        f"{_iso(_at(no_latency_first[pool]))}); the kv_token_seconds basis needs it "
-                        "(use --basis active_tokens)")
+        problems.append(Hinted(f"pool {pool}: {no_latency_n[pool]} requests have no latency_ms (first in the hour "
+                               f"{iso(_at(no_latency_first[pool]))}); the kv_token_seconds basis needs it (",
+                               Hint("basis_active_tokens", "use the active_tokens basis"), ")"))
     return coeffs, flags, problems
 
 
@@ -96,7 +98,7 @@ def gpu_coefficients(fleet: Mapping[tuple[str, int], PoolHour], weights: Mapping
 def _apply_gpu_split(con: duckdb.DuckDBPyConnection, coeffs: Sequence[Coefficient],
                      engine: Engine = DUCKDB) -> tuple[dict[tuple, _Group], dict[tuple[str, int], int]]:
     """Split each pool-hour's C_serve (integer micro-units) over its request groups and idle slack
-    by largest remainder (:data:`.sql.SPLIT`, by `engine` over its `_gpu_groups`): part =
+    by largest remainder (:data:`.sql.SPLIT`, by `engine` over its :data:`.tables.GPU_GROUPS`): part =
     floor(c × w / d), then the units left go one each by larger remainder, larger weight, request
     groups before slack, then (tenant, product, model, work).
 
@@ -106,13 +108,14 @@ def _apply_gpu_split(con: duckdb.DuckDBPyConnection, coeffs: Sequence[Coefficien
     for c in coeffs:
         if c.w == 0:
             slack[(c.pool, c.hour)] = c.c
-    engine.load(con, "_coeff", sql.COEFF, [(c.pool, c.hour, c.c, c.d, c.slack) for c in coeffs if c.w > 0])
-    engine.create(con, "_gpu_split", sql.SPLIT, small=True)
+    engine.load(con, COEFF, [(c.pool, c.hour, c.c, c.d, c.slack) for c in coeffs if c.w > 0])
+    engine.create(con, GPU_SPLIT, sql.SPLIT)
     groups: dict[tuple, _Group] = {}
-    for day, tenant, product, model, pool, work, part, active in con.execute("""
-            SELECT day, tenant, product, model, pool, work, part, active FROM _gpu_split WHERE is_slack = 0
+    for day, tenant, product, model, pool, work, part, active in con.execute(f"""
+            SELECT day, tenant, product, model, pool, work, part, active FROM {GPU_SPLIT} WHERE is_slack = 0
             ORDER BY ALL""").fetchall():
         groups[(day, tenant, product, model, pool, work)] = _Group(from_micros(int(part)), Decimal(int(active)))
-    for pool, hour, part in con.execute("SELECT pool, slack_hour, part FROM _gpu_split WHERE is_slack = 1").fetchall():
+    for pool, hour, part in con.execute(
+            f"SELECT pool, slack_hour, part FROM {GPU_SPLIT} WHERE is_slack = 1").fetchall():
         slack[(pool, hour)] = int(part)
     return groups, slack

@@ -9,6 +9,7 @@ from decimal import Decimal, localcontext
 from ..money import ZERO, from_micros, quantize, split
 from .gpu import Coefficient
 from .pricing import PoolHour, _Group
+from ..vocab import Category, LineKind
 from .records import Line, Policy, _at
 
 
@@ -20,12 +21,12 @@ def _idle_lines(fleet: Mapping[tuple[str, int], PoolHour], coeffs: Sequence[Coef
     per_day: dict[tuple[date, str, str], _Group] = defaultdict(_Group)
     slack_gpu_s = {(c.pool, c.hour): c.slack_gpu_s for c in coeffs}
     for (pool, hour), micros in slack.items():
-        g = per_day[(_at(hour).date(), pool, "idle_slack")]
+        g = per_day[(_at(hour).date(), pool, LineKind.IDLE_SLACK)]
         g.amount += from_micros(micros)
         g.quantity += slack_gpu_s.get((pool, hour), ZERO)
     for (pool, hour), ph in fleet.items():
         if ph.reserve_gpu_s or ph.c_reserve:
-            g = per_day[(_at(hour).date(), pool, "idle_reserve")]
+            g = per_day[(_at(hour).date(), pool, LineKind.IDLE_RESERVE)]
             g.amount += ph.c_reserve
             g.quantity += ph.reserve_gpu_s
     tenants_of: dict[str, dict[str, Decimal]] = defaultdict(dict)
@@ -45,12 +46,12 @@ def _idle_lines(fleet: Mapping[tuple[str, int], PoolHour], coeffs: Sequence[Coef
                 with localcontext() as ctx:
                     ctx.prec = 60
                     q = quantize(g.quantity * weights[tenant] / total_w)
-                lines.append(Line(day=day, kind="tenant", tenant=tenant, product=None, model=None, pool=pool,
-                                  provider=None, category="gpu", work="succeeded", shared_from=kind, quantity=q,
+                lines.append(Line(day=day, kind=LineKind.TENANT, tenant=tenant, product=None, model=None, pool=pool,
+                                  provider=None, category=Category.GPU, work="succeeded", shared_from=kind, quantity=q,
                                   unit="gpu * second", amount=part))
         else:
             lines.append(Line(day=day, kind=kind, tenant=None, product=None, model=None, pool=pool, provider=None,
-                              category="gpu", work="succeeded", shared_from=None, quantity=g.quantity,
+                              category=Category.GPU, work="succeeded", shared_from=None, quantity=g.quantity,
                               unit="gpu * second", amount=g.amount))
     return lines
 

@@ -8,6 +8,7 @@ from decimal import Decimal
 from ..money import ZERO, quantize
 from .charges import ChargeDay
 from .pricing import PoolHour, _Group
+from ..vocab import Category, LineKind
 from .records import AllocationError, Line
 
 
@@ -17,18 +18,18 @@ def _direct_lines(gpu_groups: Mapping[tuple, _Group], provider: Mapping[tuple, _
     meter amounts per line group (priced resources of the total)."""
     lines: list[Line] = []
     for (day, tenant, product, model, pool, work), g in gpu_groups.items():
-        lines.append(Line(day=day, kind="tenant", tenant=tenant, product=product, model=model, pool=pool,
-                          provider=None, category="gpu", work=work, shared_from=None, quantity=g.quantity,
+        lines.append(Line(day=day, kind=LineKind.TENANT, tenant=tenant, product=product, model=model, pool=pool,
+                          provider=None, category=Category.GPU, work=work, shared_from=None, quantity=g.quantity,
                           unit="token", amount=g.amount))
     provider_amounts = {k: quantize(g.amount) for k, g in provider.items()}
     for (day, tenant, product, model, prov, work), g in provider.items():
-        lines.append(Line(day=day, kind="tenant", tenant=tenant, product=product, model=model, pool=None,
-                          provider=prov, category="provider_tokens", work=work, shared_from=None,
+        lines.append(Line(day=day, kind=LineKind.TENANT, tenant=tenant, product=product, model=model, pool=None,
+                          provider=prov, category=Category.PROVIDER_TOKENS, work=work, shared_from=None,
                           quantity=g.quantity, unit="token",
                           amount=provider_amounts[(day, tenant, product, model, prov, work)]))
     meter_amounts = {k: quantize(g.amount) for k, g in meters.items()}
     for (day, tenant, product, category, work, unit), g in meters.items():
-        lines.append(Line(day=day, kind="tenant", tenant=tenant, product=product, model=None, pool=None,
+        lines.append(Line(day=day, kind=LineKind.TENANT, tenant=tenant, product=product, model=None, pool=None,
                           provider=None, category=category, work=work, shared_from=None, quantity=g.quantity,
                           unit=unit, amount=meter_amounts[(day, tenant, product, category, work, unit)]))
     return lines, provider_amounts, meter_amounts
@@ -40,7 +41,7 @@ def _direct_costs(lines: Sequence[Line]) -> tuple[dict[tuple[str, str], Decimal]
     direct: dict[str, Decimal] = defaultdict(Decimal)
     for ln in lines:
         direct[ln.tenant] += ln.amount
-        if ln.category == "gpu":
+        if ln.category == Category.GPU:
             gpu_direct[(ln.pool, ln.tenant)] += ln.amount
     return gpu_direct, direct
 
@@ -53,7 +54,7 @@ def _total(fleet: Mapping[tuple[str, int], PoolHour], provider_amounts: Mapping[
             + sum((cd.amount for cd in charge_days), ZERO))
 
 
-def _merge(lines: Sequence[Line]) -> tuple[Line, ...]:
+def merge(lines: Sequence[Line]) -> tuple[Line, ...]:
     """Lines with the same key become one (amounts and quantities add); sorted; empty lines dropped."""
     acc: dict[tuple, list] = {}
     for ln in lines:
@@ -70,7 +71,7 @@ def _merge(lines: Sequence[Line]) -> tuple[Line, ...]:
     return tuple(sorted(out, key=Line.sort_key))
 
 
-def _check_conservation(merged: Sequence[Line], total: Decimal) -> None:
+def check_conservation(merged: Sequence[Line], total: Decimal) -> None:
     """Raise :class:`AllocationError` unless Σ lines == total and every line is exact at 1e-6."""
     lines_total = sum((ln.amount for ln in merged), ZERO)
     if lines_total != total:

@@ -9,46 +9,48 @@ import duckdb
 from . import sql
 from .engines import Engine
 from .pricing import _Pricer
-from .records import Policy, Tasks, Usage, _iso
+from .records import Policy, Tasks, Usage, iso
+from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, TASK_COUNTS, TASK_STATE
 
 
 def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, policy: Policy, pricer: _Pricer,
              engine: Engine) -> None:
     """Relations of the period, read in one pass over outcomes and one over requests, by `engine`
-    (the statements are :mod:`.sql`'s; those marked small end as temp tables of `con`):
+    (the statements are :mod:`.sql`'s, the tables :mod:`.tables`'; the small ones end as temp
+    tables of `con`):
 
-    - `_task_state`: per task, its latest outcome decided before `end` (failed work, §4.5) and its
+    - `TASK_STATE`: per task, its latest outcome decided before `end` (failed work, §4.5) and its
       latest outcome decided in the period (unit economics), as :data:`.sql.OUTCOME_CODE`. Every
       task of the month is a row of it, in the engine (DuckDB: under the connection's memory
       limit, spilled beyond it, ``ledger.duck``); Python only ever sees its counts by (tenant,
-      product): `_tasks_decided`, `_task_criteria` and `_tasks_unknown` (small);
-    - `_failed_tasks`: the tasks whose latest outcome is a failure;
-    - `_groups` (small): requests grouped by pool or provider, hour (day for provider requests),
+      product): `TASK_COUNTS` (small);
+    - `FAILED_TASKS`: the tasks whose latest outcome is a failure;
+    - `POOL_WEIGHTS`: the pools' token weights, when the policy has some;
+    - `GROUPS` (small): requests grouped by pool or provider, hour (day for provider requests),
       tenant, product, model, work, and for provider requests region, service tier, price span and
       long-context band, with their weight (§4.2), tokens by bucket (uncached input, cached reads,
       5-minute and 1-hour cache writes, output and its reasoning part) and counts. Cache writes
       are prefilled input: on a pool they weigh as uncached input;
-    - `_met` (small): the period's meters with their work tag and price span, by group.
+    - `METERS` (small): the period's meters with their work tag and price span, by group.
     """
     con.execute("SET TimeZone = 'UTC'")
-    engine.create(con, "_task_state", sql.task_state(start, end))
-    engine.create(con, "_failed_tasks", sql.FAILED_TASKS)
+    engine.create(con, TASK_STATE, sql.task_state(start, end))
+    engine.create(con, FAILED_TASKS, sql.FAILED_TASKS)
     weight, join, pool_weights = sql.weight(policy)
     if join:
-        engine.load(con, "_pool_weights", sql.POOL_WEIGHTS, pool_weights)
+        engine.load(con, POOL_WEIGHTS, pool_weights)
     boundaries = pricer.instants(start, end)
-    engine.create(con, "_groups", sql.groups(start, end, weight, join, boundaries, sql.band_case(pricer.index)),
-                  small=True)
-    engine.create(con, "_met", sql.meter_groups(start, end, boundaries), small=True)
-    engine.create(con, "_task_counts", sql.task_counts(start, end), small=True)
+    engine.create(con, GROUPS, sql.groups(start, end, weight, join, boundaries, sql.band_case(pricer.index)))
+    engine.create(con, METERS, sql.meter_groups(start, end, boundaries))
+    engine.create(con, TASK_COUNTS, sql.task_counts(start, end))
 
 
 # ---- usage and tasks (for unit economics) ------------------------------------------------------
 
 def _usage(con: duckdb.DuckDBPyConnection) -> tuple[Usage, ...]:
-    rows = con.execute("""
+    rows = con.execute(f"""
         SELECT tenant, product, model, sum(n), sum(active), sum(n) FILTER (WHERE work = 'failed')
-        FROM _groups GROUP BY ALL ORDER BY ALL""").fetchall()
+        FROM {GROUPS} GROUP BY ALL ORDER BY ALL""").fetchall()
     return tuple(Usage(tenant=t, product=p, model=m, requests=int(n), active_tokens=int(a),
                        failed_requests=int(f or 0)) for t, p, m, n, a, f in rows)
 
@@ -58,7 +60,7 @@ def _tasks(con: duckdb.DuckDBPyConnection) -> tuple[Tasks, ...]:
     unknown: tasks of the period's requests with no outcome decided up to the period end."""
     acc: dict[tuple[str, str], list] = defaultdict(lambda: [0, 0, 0, set()])
     for tenant, product, criteria, ok, failed, unknown in con.execute(
-            "SELECT * FROM _task_counts").fetchall():
+            f"SELECT * FROM {TASK_COUNTS}").fetchall():
         counts = acc[(tenant, product)]
         counts[0] += int(ok)
         counts[1] += int(failed)
@@ -73,8 +75,8 @@ def _regions(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> 
     """Regions of the period's fleet intervals, provider requests and meters (reports state them)."""
     rows = con.execute(f"""
         SELECT DISTINCT region FROM (
-            SELECT region FROM fleet WHERE "start" < TIMESTAMPTZ '{_iso(end)}' AND "end" > TIMESTAMPTZ '{_iso(start)}'
-            UNION ALL SELECT region FROM _groups WHERE pool IS NULL
-            UNION ALL SELECT region FROM _met)
+            SELECT region FROM fleet WHERE "start" < TIMESTAMPTZ '{iso(end)}' AND "end" > TIMESTAMPTZ '{iso(start)}'
+            UNION ALL SELECT region FROM {GROUPS} WHERE pool IS NULL
+            UNION ALL SELECT region FROM {METERS})
         WHERE region IS NOT NULL AND region NOT IN ('', '*') ORDER BY 1""").fetchall()
     return tuple(r for (r,) in rows)

@@ -13,7 +13,15 @@ from .. import units
 from ..facts import RESERVE_ROLES
 from ..money import ZERO, quantize
 from ..pricebook import NoPriceError, Price, PriceIndex
+from ..vocab import Category
 from .records import FALLBACK_METERS, HOUR_US, REASONING_METER, TOKEN_BUCKETS, _at, _seconds, _us
+from .tables import GROUPS, METERS
+
+#: The line categories a meter books under its own name (any meter whose name starts with ``tool``
+#: books ``tool``; any other, ``other``).
+METER_CATEGORIES = frozenset({Category.EGRESS, Category.OBSERVABILITY, Category.STORAGE, Category.EVALUATION,
+                              Category.NETWORK})
+
 
 @lru_cache(maxsize=256)
 def _per_factor(per: str, to: str) -> Decimal:
@@ -21,15 +29,15 @@ def _per_factor(per: str, to: str) -> Decimal:
     return units.factor(per, to)
 
 
-def meter_category(meter: str) -> str:
+def meter_category(meter: str) -> Category:
     """Category of a meter: tool_call / tool* -> tool, egress, observability, storage, evaluation,
-    network by name, anything else other."""
+    network by name (:data:`METER_CATEGORIES`), anything else other."""
     m = meter.lower()
     if m.startswith("tool"):
-        return "tool"
-    if m in ("egress", "observability", "storage", "evaluation", "network"):
-        return m
-    return "other"
+        return Category.TOOL
+    if m in METER_CATEGORIES:
+        return Category(m)
+    return Category.OTHER
 
 
 class _Pricer:
@@ -199,10 +207,10 @@ def price_provider(con: duckdb.DuckDBPyConnection, pricer: _Pricer,
     ``(meter, model, provider)`` is added to `fallbacks` for the run's notes.
 
     Returns exact amounts per line group (day, tenant, product, model, provider, work)."""
-    rows = con.execute("""
+    rows = con.execute(f"""
         SELECT hour, tenant, product, model, provider, work, region, tier, epoch, band, sum(uncached), sum(cached),
                sum(cache_write), sum(cache_write_1h), sum(output), sum(reasoning), sum(n), min(first_us)
-        FROM _groups WHERE pool IS NULL GROUP BY ALL ORDER BY ALL""").fetchall()
+        FROM {GROUPS} WHERE pool IS NULL GROUP BY ALL ORDER BY ALL""").fetchall()
     out: dict[tuple, _Group] = defaultdict(_Group)
     cache: dict[tuple, Price | None] = {}
 
@@ -264,10 +272,10 @@ def price_meters(con: duckdb.DuckDBPyConnection, pricer: _Pricer) -> dict[tuple,
     """§4.1 meters: quantity converted from its unit to the price's `per` (GB and GiB differ),
     × the price in force at booked_at, at its FX rate. Returns exact amounts per line group
     (day, tenant, product, category, work, unit)."""
-    rows = con.execute("""
+    rows = con.execute(f"""
         SELECT m.day, m.tenant, m.product, m.meter, m.sku, m.unit, coalesce(m.region, '*') AS region, m.work, m.epoch,
                sum(m.quantity) AS qty, min(epoch_us(m.booked_at)) AS first_us
-        FROM _met m GROUP BY ALL ORDER BY ALL""").fetchall()
+        FROM {METERS} m GROUP BY ALL ORDER BY ALL""").fetchall()
     out: dict[tuple, _Group] = defaultdict(_Group)
     with localcontext() as ctx:
         ctx.prec = 60

@@ -9,22 +9,22 @@ from decimal import Decimal
 from babel.numbers import list_currencies
 
 from ..money import ZERO
+from ..vocab import Category, ChargeCategory, LineKind
 
 IDLE_POLICIES = ("separate", "share")
 BASES = ("active_tokens", "kv_token_seconds")
-KINDS = ("tenant", "idle_slack", "idle_reserve", "unallocated")
+#: The line kinds of every run (:class:`~ledger.vocab.LineKind` but ``variance``).
+KINDS = tuple(k for k in LineKind if k is not LineKind.VARIANCE)
 #: The kind of a true-up's lines (``allocate --true-up``, ledger.reconcile): a resource's variance,
 #: billed − priced, spread over the lines it produced. Only a true-up run has them, so the documents
 #: of every other run keep the four kinds above.
-VARIANCE = "variance"
-LINE_KINDS = KINDS + (VARIANCE,)
-CATEGORIES = ("gpu", "provider_tokens", "tool", "egress", "observability", "storage", "evaluation",
-              "engineering_ops", "network", "other")
+VARIANCE = LineKind.VARIANCE
+LINE_KINDS = tuple(LineKind)
+CATEGORIES = tuple(Category)
 WORK = ("succeeded", "failed")
 FLAG_KINDS = ("over_capacity", "no_fleet", "capacity_unknown")
-CHARGE_CATEGORY = {"tools": "tool", "observability": "observability", "evaluation": "evaluation",
-                   "engineering_ops": "engineering_ops", "storage": "storage", "network": "network",
-                   "other": "other"}
+#: A charge's category (as its file spells it) -> the category of its lines: ``tools`` -> ``tool``.
+CHARGE_CATEGORY = {c.value: c.line_category for c in ChargeCategory}
 
 #: Non-overlapping token buckets of a provider request and the price meter of each: uncached input
 #: (input − cached reads − cache writes), cached reads, 5-minute and 1-hour cache writes, output.
@@ -129,10 +129,10 @@ def _scale(w: Weights) -> int:
 
 @dataclass(frozen=True)
 class Line:
-    """One allocation line. `day` (UTC date), `kind` (tenant | idle_slack | idle_reserve |
-    unallocated | variance), `tenant` (None unless kind is tenant, or variance spread over a tenant's
-    line), `product`, `model`, `pool`, `provider`,
-    `category` (one of CATEGORIES), `work` (succeeded | failed), `shared_from` (idle_slack or
+    """One allocation line. `day` (UTC date), `kind` (a :class:`~ledger.vocab.LineKind`: tenant |
+    idle_slack | idle_reserve | unallocated | variance), `tenant` (None unless kind is tenant, or
+    variance spread over a tenant's line), `product`, `model`, `pool`, `provider`,
+    `category` (a :class:`~ledger.vocab.Category`), `work` (succeeded | failed), `shared_from` (idle_slack or
     idle_reserve on a tenant's share of idle under policy share), `quantity` in `unit` (active
     tokens for request lines, GPU-seconds for idle, the meter's unit, seconds for charges), and
     `amount` in the run's currency, exact at 1e-6."""
@@ -232,7 +232,8 @@ def _at(us: int) -> datetime:
     return EPOCH + timedelta(microseconds=int(us))
 
 
-def _iso(at: datetime) -> str:
+def iso(at: datetime) -> str:
+    """An aware instant in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``)."""
     return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
@@ -242,4 +243,4 @@ def _seconds(us: int) -> Decimal:
 
 def period_label(start: datetime, end: datetime) -> dict[str, str]:
     """``{"start": ISO, "end": ISO}`` of a period (end exclusive)."""
-    return {"start": _iso(start), "end": _iso(end)}
+    return {"start": iso(start), "end": iso(end)}

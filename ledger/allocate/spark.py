@@ -5,7 +5,8 @@ files of ``requests``, ``meters`` and ``outcomes`` by path (local files, or the 
 another root such as ``s3a://bucket/facts``: :func:`fact_urls`), runs the statements of
 :mod:`.sql` rendered for Spark (each relation kept by Spark while the allocation runs), and copies
 the small results (request and meter groups, task counts, GPU groups and split parts) into the
-allocation's DuckDB connection as temp tables of the same names and types, through Arrow. Fleet,
+allocation's DuckDB connection as temp tables of the same names, cast to the columns and types
+:mod:`.tables` declares for them, through Arrow. Fleet,
 charges, pricing, idle, charges, conservation and the run are the shared code on that connection.
 
 The session is in UTC with ANSI mode on (an integer or decimal overflow is an error, never a wrap
@@ -24,9 +25,14 @@ from pathlib import Path
 import duckdb
 
 from .. import config, facts
+from ..hints import Hint, Hinted
+from ..vocab import Dialect, EngineName
 from .sql import render
+from .tables import TempTable
 
 INSTALL = "pip install 'ledger[spark]'"
+#: The library's words for this engine (`ledger allocate --engine spark`).
+SPARK_ENGINE = Hint("engine_spark", "the Spark engine")
 #: The fact kinds the per-request SQL reads (fleet and charges stay on the DuckDB connection).
 KINDS = ("requests", "meters", "outcomes")
 #: Spark settings every session of the ledger gets (ANSI: overflow errors; UTC: the facts' instants).
@@ -61,11 +67,11 @@ def require() -> None:
         with _quiet():
             import pyspark.sql  # noqa: F401
     except ImportError:
-        raise SparkError(f"--engine spark needs PySpark, which is not installed: {INSTALL}") from None
+        raise SparkError(Hinted(SPARK_ENGINE, f" needs PySpark, which is not installed: {INSTALL}")) from None
     java_home = os.environ.get("JAVA_HOME")
     if not shutil.which("java") and not (java_home and (Path(java_home) / "bin" / "java").exists()):
-        raise SparkError("--engine spark needs Java 17 or later, and there is no java on PATH or in "
-                         "JAVA_HOME (Debian: apt-get install openjdk-17-jre-headless)")
+        raise SparkError(Hinted(SPARK_ENGINE, " needs Java 17 or later, and there is no java on PATH or in "
+                                              "JAVA_HOME (Debian: apt-get install openjdk-17-jre-headless)"))
 
 
 def session(master: str | None = None, conf: Mapping[str, str] | None = None):
@@ -118,7 +124,7 @@ def spark_type(duck_type: str) -> str:
     """A facts column's DuckDB type in Spark SQL (TIMESTAMPTZ is Spark's TIMESTAMP, in the session's UTC)."""
     from sqlglot import exp
 
-    return exp.DataType.build(duck_type, dialect="duckdb").sql(dialect="spark")
+    return exp.DataType.build(duck_type, dialect=Dialect.DUCKDB.value).sql(dialect=Dialect.SPARK.value)
 
 
 def facts_frame(spark, kind: str, urls: Sequence[str]):
@@ -156,10 +162,11 @@ class SparkEngine:
     """The per-request SQL on Spark, over the fact files `urls` (``{kind: [url, ...]}``, :func:`fact_urls`).
 
     Each relation made is persisted and a temp view of the session until :meth:`release`; the
-    small ones are copied into the DuckDB connection as temp tables (DECIMAL(38,0) as HUGEINT,
-    timestamps as TIMESTAMPTZ: the types the DuckDB engine gives them)."""
+    small ones are copied into the DuckDB connection as temp tables of the columns and types their
+    :class:`~.tables.TempTable` declares (the types the DuckDB engine gives them: Spark's
+    DECIMAL(38,0) as HUGEINT, its TIMESTAMP as TIMESTAMPTZ)."""
 
-    name = "spark"
+    name = EngineName.SPARK
 
     def __init__(self, spark, urls: Mapping[str, Sequence[str]]):
         self.spark = spark
@@ -170,27 +177,26 @@ class SparkEngine:
             except Exception as e:  # a file Spark cannot find or read
                 raise SparkError(f"Spark could not read the {kind} facts: {_first_line(e)}") from e
 
-    def create(self, con: duckdb.DuckDBPyConnection, table: str, sql: str, *, small: bool = False) -> None:
+    def create(self, con: duckdb.DuckDBPyConnection, table: TempTable, sql: str) -> None:
         try:
             frame = self.spark.sql(render(sql, self.name)).persist()
-            frame.createOrReplaceTempView(table)
-            self._kept.append((table, frame))
-            if small:
+            frame.createOrReplaceTempView(table.name)
+            self._kept.append((table.name, frame))
+            if table.small:
                 to_duckdb(con, table, frame)
         except Exception as e:  # an overflow under ANSI mode, a file gone: Spark's first line says which
             raise SparkError(f"Spark failed making {table}: {_first_line(e)}") from e
 
-    def load(self, con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[tuple[str, str]],
-             rows: Sequence[tuple]) -> None:
+    def load(self, con: duckdb.DuckDBPyConnection, table: TempTable, rows: Sequence[tuple]) -> None:
         from decimal import Decimal
 
-        ddl = ", ".join(f"`{n}` {spark_type('DECIMAL(38,0)' if t == 'HUGEINT' else t)}" for n, t in columns)
-        hugeint = [t == "HUGEINT" for _, t in columns]
+        ddl = ", ".join(f"`{n}` {spark_type('DECIMAL(38,0)' if t == 'HUGEINT' else t)}" for n, t in table.columns)
+        hugeint = [t == "HUGEINT" for _, t in table.columns]
         data = [tuple(Decimal(v) if h and v is not None else v for v, h in zip(r, hugeint)) for r in rows]
         with _quiet():
             frame = self.spark.createDataFrame(data, ddl)
-        frame.createOrReplaceTempView(table)
-        self._kept.append((table, frame))
+        frame.createOrReplaceTempView(table.name)
+        self._kept.append((table.name, frame))
 
     def release(self) -> None:
         for table, frame in reversed(self._kept):
@@ -205,24 +211,20 @@ class SparkEngine:
             self.spark.catalog.dropTempView(kind)
 
 
-def to_duckdb(con: duckdb.DuckDBPyConnection, table: str, frame) -> None:
-    """Copy a (small) Spark DataFrame into `con` as temp table `table`, through Arrow."""
-    import pyarrow as pa
-
+def to_duckdb(con: duckdb.DuckDBPyConnection, table: TempTable, frame) -> None:
+    """Copy a (small) Spark DataFrame into `con` as temp table `table`, through Arrow, each column
+    cast to the DuckDB type `table` declares (Spark's DECIMAL(38,0) to HUGEINT, its TIMESTAMP, in
+    the session's UTC, to TIMESTAMPTZ, a BIGINT sum that DuckDB makes HUGEINT to HUGEINT)."""
     with _quiet():
         arrow = frame.toArrow()
-    casts = []
-    for f in arrow.schema:
-        if pa.types.is_decimal(f.type) and f.type.scale == 0:
-            casts.append(f'CAST("{f.name}" AS HUGEINT) AS "{f.name}"')
-        elif pa.types.is_timestamp(f.type):
-            casts.append(f'CAST("{f.name}" AS TIMESTAMPTZ) AS "{f.name}"')
-        else:
-            casts.append(f'"{f.name}"')
-    view = f"_{table}_spark"
+    if tuple(arrow.schema.names) != table.column_names:
+        raise SparkError(f"{table.name} has the columns {', '.join(arrow.schema.names)}, not those declared in "
+                         f"ledger/allocate/tables.py: {', '.join(table.column_names)}")
+    casts = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in table.columns)
+    view = f"_{table.name}_spark"
     con.register(view, arrow)
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(casts)} FROM {view}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table.name} AS SELECT {casts} FROM {view}")
     finally:
         con.unregister(view)
 

@@ -32,7 +32,9 @@ from datetime import datetime
 from functools import lru_cache
 
 from ..pricebook import PriceIndex
-from .records import TOKEN_METERS, Policy, _iso, _scale
+from ..vocab import Dialect
+from . import tables
+from .records import TOKEN_METERS, Policy, _scale, iso
 
 # ---- pieces of SQL ------------------------------------------------------------------------------
 
@@ -44,7 +46,7 @@ def lit(text: str) -> str:
 
 def instant(at: datetime) -> str:
     """A UTC instant as a SQL literal."""
-    return f"TIMESTAMPTZ '{_iso(at)}'"
+    return f"TIMESTAMPTZ '{iso(at)}'"
 
 
 def in_period(col: str, start: datetime, end: datetime) -> str:
@@ -88,15 +90,11 @@ def band_case(index: PriceIndex) -> str:
     return f"CASE {whens} ELSE -1 END"
 
 
-#: The columns of `_pool_weights` (the pools' token weights scaled to integers), as DuckDB types.
-POOL_WEIGHTS = (("pool", "VARCHAR"), ("u", "BIGINT"), ("c", "BIGINT"), ("o", "BIGINT"))
-
-
 def weight(policy: Policy) -> tuple[str, str, list[tuple[str, int, int, int]]]:
-    """§4.2 SQL for a request's integer weight, the join it needs, and the rows of `_pool_weights`
-    the join reads (none: no join). active_tokens: input + output (× the pool's weights scaled to
-    integers); kv_token_seconds: 2 × token-microseconds (2 × input × latency + output × (latency −
-    ttft), so that the halving stays exact)."""
+    """§4.2 SQL for a request's integer weight, the join it needs, and the rows of
+    :data:`.tables.POOL_WEIGHTS` the join reads (none: no join). active_tokens: input + output (× the
+    pool's weights scaled to integers); kv_token_seconds: 2 × token-microseconds (2 × input × latency
+    + output × (latency − ttft), so that the halving stays exact)."""
     if policy.basis == "kv_token_seconds":
         lat = "CAST(round(r.latency_ms * 1000) AS HUGEINT)"
         ttft = "CAST(round(coalesce(r.ttft_ms, 0) * 1000) AS HUGEINT)"
@@ -106,14 +104,15 @@ def weight(policy: Policy) -> tuple[str, str, list[tuple[str, int, int, int]]]:
                 for pool, ws in policy.weights]
         return ("(r.input_tokens - r.cached_input_tokens) * coalesce(pw.u, 1)"
                 " + r.cached_input_tokens * coalesce(pw.c, 1) + r.output_tokens * coalesce(pw.o, 1)",
-                "LEFT JOIN _pool_weights pw ON r.pool = pw.pool", rows)
+                f"LEFT JOIN {tables.POOL_WEIGHTS} pw ON r.pool = pw.pool", rows)
     return "r.input_tokens + r.output_tokens", "", []
 
 
 # ---- the period's facts (allocate/period.py) ----------------------------------------------------
 
 def task_state(start: datetime, end: datetime) -> str:
-    """`_task_state`: per task, its latest outcome decided before `end` and its latest decided in the period."""
+    """:data:`.tables.TASK_STATE`: per task, its latest outcome decided before `end` and its latest
+    decided in the period."""
     booked = in_period("booked_at", start, end)
     return f"""
         SELECT task_id,
@@ -126,12 +125,12 @@ def task_state(start: datetime, end: datetime) -> str:
         GROUP BY task_id"""
 
 
-FAILED_TASKS = f"SELECT task_id FROM _task_state WHERE latest = {FAILURE}"
+FAILED_TASKS = f"SELECT task_id FROM {tables.TASK_STATE} WHERE latest = {FAILURE}"
 
 
 def groups(start: datetime, end: datetime, weight_sql: str, join: str, boundaries: Sequence[datetime],
            band: str) -> str:
-    """`_groups`: the period's requests grouped, with their weights, token buckets and counts."""
+    """:data:`.tables.GROUPS`: the period's requests grouped, with their weights, token buckets and counts."""
     return f"""
         SELECT r.pool, CASE WHEN r.pool IS NULL THEN r.provider END AS provider,
                {floor_us('epoch_us(r.booked_at)', DAY_OR_HOUR_US)} AS hour,
@@ -153,63 +152,61 @@ def groups(start: datetime, end: datetime, weight_sql: str, join: str, boundarie
                CAST(sum(r.reasoning_tokens) AS HUGEINT) AS reasoning,
                count(*) FILTER (WHERE r.latency_ms IS NULL) AS no_latency,
                min(epoch_us(r.booked_at)) AS first_us
-        FROM requests r LEFT JOIN _failed_tasks f ON r.task_id = f.task_id {join}
+        FROM requests r LEFT JOIN {tables.FAILED_TASKS} f ON r.task_id = f.task_id {join}
         WHERE {in_period('r.booked_at', start, end)}
         GROUP BY ALL"""
 
 
 def meter_groups(start: datetime, end: datetime, boundaries: Sequence[datetime]) -> str:
-    """`_met`: the period's meters with their work tag and price span, summed as far as pricing
+    """:data:`.tables.METERS`: the period's meters with their work tag and price span, summed as far as pricing
     reads them (``price_meters`` sums `quantity` and takes the first `booked_at` of each group)."""
     return f"""
         SELECT CAST(m.booked_at AS DATE) AS day, m.tenant, m.product, m.meter, m.sku, m.unit, m.region,
                CASE WHEN f.task_id IS NOT NULL THEN 'failed' ELSE 'succeeded' END AS work,
                {epoch_case('m.booked_at', boundaries)} AS epoch,
                sum(m.quantity) AS quantity, min(m.booked_at) AS booked_at
-        FROM meters m LEFT JOIN _failed_tasks f ON m.task_id = f.task_id
+        FROM meters m LEFT JOIN {tables.FAILED_TASKS} f ON m.task_id = f.task_id
         WHERE {in_period('m.booked_at', start, end)}
         GROUP BY ALL"""
 
 
 def task_counts(start: datetime, end: datetime) -> str:
-    """`_task_counts`, tasks by (tenant, product): by criteria, those whose latest outcome decided in
+    """:data:`.tables.TASK_COUNTS`, tasks by (tenant, product): by criteria, those whose latest outcome decided in
     the period is a success or a failure; and in rows of NULL criteria, the tasks of the period's
     requests with no outcome decided up to the period end (unknown)."""
     return f"""
         SELECT tenant, product, criteria,
                count(*) FILTER (WHERE decided = {SUCCESS}) AS success,
                count(*) FILTER (WHERE decided = {FAILURE}) AS failure, 0 AS unknown
-        FROM _task_state WHERE decided IS NOT NULL GROUP BY tenant, product, criteria
+        FROM {tables.TASK_STATE} WHERE decided IS NOT NULL GROUP BY tenant, product, criteria
         UNION ALL
         SELECT r.tenant, r.product, NULL, 0, 0, count(DISTINCT r.task_id) FROM requests r
-        ANTI JOIN (SELECT task_id FROM _task_state WHERE latest IS NOT NULL) d ON r.task_id = d.task_id
+        ANTI JOIN (SELECT task_id FROM {tables.TASK_STATE} WHERE latest IS NOT NULL) d ON r.task_id = d.task_id
         WHERE r.task_id IS NOT NULL AND {in_period('r.booked_at', start, end)}
         GROUP BY r.tenant, r.product"""
 
 
 # ---- the GPU split (allocate/gpu.py) ------------------------------------------------------------
 
-#: `_gpu_groups`: per pool, hour and (tenant, product, model, work) the integer weight, requests and active tokens.
-GPU_GROUPS = """
+#: :data:`.tables.GPU_GROUPS`: per pool, hour and (tenant, product, model, work) the integer weight,
+#: requests and active tokens.
+GPU_GROUPS = f"""
     SELECT pool, hour, CAST(make_timestamp(hour) AS DATE) AS day, tenant, product, model, work,
            CAST(sum(w) AS HUGEINT) AS w, sum(n) AS n, CAST(sum(active) AS HUGEINT) AS active,
            sum(no_latency) AS no_latency
-    FROM _groups WHERE pool IS NOT NULL
+    FROM {tables.GROUPS} WHERE pool IS NOT NULL
     GROUP BY pool, hour, tenant, product, model, work"""
 
-#: The columns of `_coeff` (one row per pool-hour with weight: C_serve in micro-units, the denominator, the slack).
-COEFF = (("pool", "VARCHAR"), ("hour", "BIGINT"), ("c", "HUGEINT"), ("d", "HUGEINT"), ("slack", "HUGEINT"))
-
-#: `_gpu_split`: the largest-remainder split of each pool-hour's C_serve over its groups and idle slack,
+#: :data:`.tables.GPU_SPLIT`: the largest-remainder split of each pool-hour's C_serve over its groups and idle slack,
 #: the request parts summed by line group (day, tenant, product, model, pool, work) and the slack's
 #: part of each pool-hour (`is_slack` 1, its `slack_hour`).
-SPLIT = """
+SPLIT = f"""
 WITH rows AS (
     SELECT g.pool, g.hour, g.day, 0 AS is_slack, g.tenant, g.product, g.model, g.work, g.w AS wt, g.active,
            c.c, c.d
-    FROM _gpu_groups g JOIN _coeff c ON g.pool = c.pool AND g.hour = c.hour
+    FROM {tables.GPU_GROUPS} g JOIN {tables.COEFF} c ON g.pool = c.pool AND g.hour = c.hour
     UNION ALL
-    SELECT pool, hour, NULL, 1, NULL, NULL, NULL, NULL, slack, 0, c, d FROM _coeff WHERE slack > 0
+    SELECT pool, hour, NULL, 1, NULL, NULL, NULL, NULL, slack, 0, c, d FROM {tables.COEFF} WHERE slack > 0
 ), q AS (
     SELECT *, (c * wt) // d AS base, (c * wt) % d AS rem FROM rows
 ), r AS (
@@ -230,24 +227,21 @@ FROM parts GROUP BY ALL
 
 # ---- rendering ----------------------------------------------------------------------------------
 
-DIALECTS = ("duckdb", "spark")
-
-
 def render(sql: str, dialect: str) -> str:
-    """`sql` (DuckDB's dialect) for `dialect`: as written for DuckDB; for Spark, SQLGlot's
-    transpilation with :func:`_spark_fixes`."""
-    if dialect == "duckdb":
+    """`sql` (DuckDB's dialect) for `dialect` (a :class:`~ledger.vocab.Dialect`): as written for
+    DuckDB; for Spark, SQLGlot's transpilation with :func:`_spark_fixes`."""
+    if dialect == Dialect.DUCKDB:
         return sql
-    if dialect == "spark":
+    if dialect == Dialect.SPARK:
         return _to_spark(sql)
-    raise ValueError(f"unknown SQL dialect {dialect!r}: one of {', '.join(DIALECTS)}")
+    raise ValueError(f"unknown SQL dialect {dialect!r}: one of {', '.join(Dialect)}")
 
 
 @lru_cache(maxsize=256)
 def _to_spark(sql: str) -> str:
     import sqlglot
 
-    return _spark_fixes(sqlglot.parse_one(sql, read="duckdb")).sql(dialect="spark")
+    return _spark_fixes(sqlglot.parse_one(sql, read=Dialect.DUCKDB.value)).sql(dialect=Dialect.SPARK.value)
 
 
 def _spark_fixes(tree):

@@ -12,7 +12,12 @@ import typer
 from typer.core import TyperGroup
 
 from .. import console
+from ..hints import say
 from . import Budget, BudgetError, budget, compare, load_plan
+
+#: How `ledger budget` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
+#: A plan's pool takes `repair = true` where `ledger size` takes --repair.
+NAMES = {"percentile": "--percentile", "repair": "set repair = true"}
 
 
 class _DefaultGroup(TyperGroup):
@@ -84,7 +89,7 @@ def _priced(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Opti
         index = _index(plan, pricebooks)
         return budget(plan, index, scenarios=names, generated_at=datetime.now(timezone.utc)), index
     except BudgetError as e:
-        console.fail(e.problems)
+        console.fail(say(e.problems, NAMES))
 
 
 @budget_app.command("forecast")
@@ -99,7 +104,7 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
                  pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                  help=_BOOKS_HELP)) -> None:
     """Size every pool month by month, price every month with the prices in force, per scenario."""
-    from ..export.budget_report import budget_as_csv, budget_as_json, budget_as_table
+    from .render import budget_as_csv, budget_as_json, budget_as_table
     from ..export.safe import OutputError, check_output_path
     from ..export.xlsx import LocaleError, check_locale
 
@@ -154,9 +159,8 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
     from rich.console import Group
 
     from .. import runs, store
-    from ..export.budget_drivers import (comparison_with_drivers_as_csv, drivers_as_json, drivers_as_table,
-                                         drivers_notes)
-    from ..export.budget_report import comparison_as_json, comparison_as_table
+    from .render import (comparison_as_json, comparison_as_table, comparison_with_drivers_as_csv, drivers_as_json,
+                         drivers_as_table, drivers_notes)
     from .drivers import STATISTICS
     from .usage import month_actuals
 
@@ -183,7 +187,7 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                         run_currency=stored.run.currency, price_books=stored.summary.get("price_books", []),
                         scenario=scenario, actuals=actuals, index=index)
         except BudgetError as e:
-            console.fail(e.problems)
+            console.fail(say(e.problems, NAMES))
     for line in c.matching.warnings():  # what only the plan or only the ledger has (docs/budgets.md)
         console.err.print(f"warning: {line}", markup=False)
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 
-from .. import units
+from .. import tomlfile, units
 from ..allocate import CATEGORIES, CHARGE_CATEGORY, meter_category
+from ..hints import Hinted
 from ..money import ZERO
 from ..sizing import Curve, CurveContext, CurvePoint, Reserves, SizingError, load_curve, make_curve, parse_anchors
 from ..sizing.disagg import PrefillCurve, PrefillPoint, load_prefill_curve, make_prefill_curve
@@ -37,9 +37,11 @@ def load_plan(path: str | Path) -> Plan:
     """Read and validate a plan file; BudgetError with one line per problem."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = tomlfile.read_text(p)
+    except OSError as e:
         raise BudgetError(f"{p}: cannot read the plan ({e})") from None
+    except tomlfile.TomlError as e:  # not UTF-8: the line and column of the first bad byte
+        raise BudgetError(str(e)) from None
     plan, problems = parse_plan(text, str(p), base_dir=p.parent)
     if problems:
         raise BudgetError(problems)
@@ -52,9 +54,9 @@ def parse_plan(text: str, path: str = "plan.toml", *, base_dir: str | Path = "."
     problems: list[str] = []
     name = Path(path).name
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        return None, [f"{name}: not valid TOML: {e}"]
+        doc = tomlfile.loads(text, name)
+    except tomlfile.TomlError as e:  # a syntax error, or values nested too deep: its line and column
+        return None, [str(e)]
     base = Path(base_dir)
     top = _Reader(problems, name)
     top.unknown(doc, {"plan", "pool", "tokens", "meter", "charge", "scenario"})
@@ -90,6 +92,13 @@ def parse_plan(text: str, path: str = "plan.toml", *, base_dir: str | Path = "."
         r.err("pricebooks must be a list of file or folder paths")
         books = []
     months = _months_from(start, n_months) if start and n_months else ()
+    if months:
+        try:
+            month_bounds(months[-1])
+        except ValueError:
+            r.err(f"start {start} and months {n_months} run to {months[-1]}, past 9999-11, the last month a "
+                  "plan can have")
+            months = ()
 
     def each(key: str, read) -> tuple:
         return tuple(x for x in (read(t, i) for i, t in enumerate(_tables(doc, key, name, problems), 1)) if x)
@@ -203,7 +212,7 @@ def _prefill(t: dict, r: _Reader, base: Path) -> tuple[PrefillCurve | None, str,
                 str(c), gpus)
     except SizingError as e:
         for p in e.problems:
-            r.err(f"prefill curve: {p}")
+            r.err(Hinted("prefill curve: ", p))
         return None, "", gpus
 
 
@@ -253,7 +262,7 @@ def _curve(t: dict, r: _Reader, base: Path) -> tuple[Curve | None, str]:
         return load_curve(path, str(t.get("curve_format", "auto")), t.get("curve_select")), str(c)
     except SizingError as e:
         for p in e.problems:
-            r.err(f"curve: {p}")
+            r.err(Hinted("curve: ", p))
         return None, ""
 
 

@@ -149,10 +149,16 @@ class Plan:
 
 
 def month_bounds(month: str) -> tuple[datetime, datetime]:
-    """``[start, end)`` of a calendar month in UTC (end exclusive)."""
+    """``[start, end)`` of a calendar month in UTC (end exclusive); ValueError (one line) for a text
+    that is not ``YYYY-MM`` or a month outside 0001-01 .. 9999-11 (:mod:`ledger.store.periods`)."""
+    from ..store.periods import FIRST_MONTH, LAST_MONTH
+
     m = _MONTH.match(month)
     if not m or not 1 <= int(m.group(2)) <= 12:
         raise ValueError(f"{month!r} is not a month written YYYY-MM")
+    if not FIRST_MONTH <= month <= LAST_MONTH:
+        raise ValueError(f"{month!r} is out of range: a month from {FIRST_MONTH} to {LAST_MONTH} (it ends where the "
+                         "next month starts, and no date has the year 10000)")
     y, mo = int(m.group(1)), int(m.group(2))
     start = datetime(y, mo, 1, tzinfo=timezone.utc)
     end = datetime(y + (mo == 12), mo % 12 + 1, 1, tzinfo=timezone.utc)

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, localcontext
 
 from .. import units
+from ..hints import Hinted
 from ..money import quantize, split
 from ..pricebook import NoPriceError, Price, PriceIndex
 from ..sizing import DRAFT, VERDICT, SizingError, SizingRequest, price_per_gpu_hour, size
@@ -164,8 +166,7 @@ def _pool_month(plan, pool: PoolPlan, sc: Scenario, m: int, month: str, start: d
         except SizingError as e:
             cache[key] = None
             for p in e.problems:
-                msg = f"pool {pool.name}, {month}, scenario {sc.name} (TPM {tpm:,.0f}): {p}"
-                problems.append(msg)
+                problems.append(Hinted(f"pool {pool.name}, {month}, scenario {sc.name} (TPM {tpm:,.0f}): ", p))
     if cache[key] is None:
         return []
     status, units, res = cache[key]
@@ -199,29 +200,48 @@ def _pool_month(plan, pool: PoolPlan, sc: Scenario, m: int, month: str, start: d
     return out
 
 
-def _usage_rows(plan, sc: Scenario, month: str, start: datetime, end: datetime, prices: _Prices, *, category: str,
-                item: str, bucket: str, quantity: Decimal, unit: str, meter: str, sku: str, region: str,
-                tier_tokens: int | None, problems: list[str] | None = None) -> list[VariableRow]:
-    if quantity == 0:
+@dataclass(frozen=True)
+class _Usage:
+    """One item of a month's usage to price: its `category`, `item` (provider/model, meter/sku) and
+    `bucket`, the `quantity` in `unit`, the price key (`meter`, `sku`, `region`), and for a price
+    tiered by request size the input tokens per request `tier_tokens` (None: not tiered)."""
+
+    category: str
+    item: str
+    bucket: str
+    quantity: Decimal
+    unit: str
+    meter: str
+    sku: str
+    region: str
+    tier_tokens: int | None = None
+
+
+def _usage_rows(sc: Scenario, month: str, span: tuple[datetime, datetime], prices: _Prices, u: _Usage,
+                problems: list[str] | None = None) -> list[VariableRow]:
+    """The usage `u` of `month` priced in each segment of `span` with its own price (a unit that
+    the price cannot take is a problem when `problems` collects them, else skipped)."""
+    if u.quantity == 0:
         return []
-    segs = prices.segments(start, end, meter=meter, sku=sku, region=region, purchase_option="*")
+    start, end = span
+    segs = prices.segments(start, end, meter=u.meter, sku=u.sku, region=u.region, purchase_option="*")
     out = []
-    for (a, b, use), qty in zip(segs, _shares(quantity, segs)):
+    for (a, b, use), qty in zip(segs, _shares(u.quantity, segs)):
         price = use.price
-        if tier_tokens is not None:
+        if u.tier_tokens is not None:
             p = prices.used[use.ref]
-            price = p.price_for_request(tier_tokens)
+            price = p.price_for_request(u.tier_tokens)
         try:
-            f = units.factor(unit, use.per)
+            f = units.factor(u.unit, use.per)
         except units.UnitError as e:
             if problems is not None:
-                problems.append(f"{item}: quantity in {unit!r} cannot be priced per {use.per!r} ({e})")
+                problems.append(f"{u.item}: quantity in {u.unit!r} cannot be priced per {use.per!r} ({e})")
             continue
         with localcontext() as ctx:
             ctx.prec = 60
             cost = quantize(qty * f * price * use.fx * sc.prices)
-        out.append(VariableRow(scenario=sc.name, month=month, start=a, end=b, category=category, item=item,
-                               bucket=bucket, quantity=qty, unit=unit, price=price, per=use.per,
+        out.append(VariableRow(scenario=sc.name, month=month, start=a, end=b, category=u.category, item=u.item,
+                               bucket=u.bucket, quantity=qty, unit=u.unit, price=price, per=use.per,
                                currency=use.currency, per_factor=f, fx=use.fx, price_multiplier=sc.prices,
                                cost=cost, price_ref=use.ref))
     return out
@@ -237,9 +257,9 @@ def _tokens_month(plan: Plan, sc: Scenario, m: int, month: str, start, end, pric
             cached = quantize(inp * tf.cached_share * sc.cache_hit_rate, QUANTITY_EXP)
             outp = quantize(tf.output_tokens * g * sc.traffic * sc.output_length, QUANTITY_EXP)
         for (bucket, meter), qty in zip(TOKEN_BUCKETS, (inp - cached, cached, outp)):
-            out += _usage_rows(plan, sc, month, start, end, prices, category="provider_tokens",
-                               item=f"{tf.provider}/{tf.model}", bucket=bucket, quantity=qty, unit="token",
-                               meter=meter, sku=tf.model, region=tf.region, tier_tokens=tf.input_tokens_per_request)
+            out += _usage_rows(sc, month, (start, end), prices, _Usage(
+                category="provider_tokens", item=f"{tf.provider}/{tf.model}", bucket=bucket, quantity=qty,
+                unit="token", meter=meter, sku=tf.model, region=tf.region, tier_tokens=tf.input_tokens_per_request))
     return out
 
 
@@ -250,9 +270,9 @@ def _meters_month(plan: Plan, sc: Scenario, m: int, month: str, start, end, pric
         with localcontext() as ctx:
             ctx.prec = 60
             qty = quantize(mf.quantity * _growth(mf.growth, m) * sc.traffic, QUANTITY_EXP)
-        out += _usage_rows(plan, sc, month, start, end, prices, category=mf.category, item=f"{mf.meter}/{mf.sku}",
-                           bucket=mf.meter, quantity=qty, unit=mf.unit, meter=mf.meter, sku=mf.sku,
-                           region=mf.region, tier_tokens=None, problems=problems)
+        out += _usage_rows(sc, month, (start, end), prices, _Usage(
+            category=mf.category, item=f"{mf.meter}/{mf.sku}", bucket=mf.meter, quantity=qty, unit=mf.unit,
+            meter=mf.meter, sku=mf.sku, region=mf.region), problems)
     return out
 
 

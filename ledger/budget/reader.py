@@ -5,6 +5,7 @@ import math
 import re
 from decimal import Decimal
 
+from ..hints import Hinted
 from ..money import MoneyError, to_decimal
 from .plan import month_bounds
 
@@ -20,8 +21,9 @@ class _Reader:
         self.bad = False
 
     def err(self, msg: str) -> None:
+        """One problem of this table: the table, then `msg` (its hints kept, :mod:`ledger.hints`)."""
         self.bad = True
-        self.problems.append(f"{self.where}: {msg}")
+        self.problems.append(Hinted(f"{self.where}: ", msg))
 
     def unknown(self, table: dict, known: set[str]) -> None:
         for k in sorted(set(table) - known):

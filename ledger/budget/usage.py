@@ -6,6 +6,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from .. import facts
+from ..hints import Hinted
+from ..sizing.traffic import PERCENTILE
 from ..workload import WorkloadError, workload_of
 from .drivers import STATISTICS, Actuals, PoolActual, TokenActual
 from .forecast import Budget
@@ -28,7 +30,7 @@ def month_actuals(session, b: Budget, *, month: str, scenario: str, statistic: s
     by when they occurred); per provider model (requests without a pool, by when they are booked, as
     the allocation prices them) input, cached input and output tokens."""
     if statistic not in STATISTICS:
-        raise BudgetError(f"--percentile {statistic!r}: expected one of {', '.join(STATISTICS)}")
+        raise BudgetError(Hinted(PERCENTILE, f" {statistic!r}: expected one of {', '.join(STATISTICS)}"))
     start, end = month_bounds(month)
     con = facts.open_ledger_facts(session, home)
     try:

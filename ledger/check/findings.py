@@ -19,12 +19,13 @@ import duckdb
 from .. import facts
 from ..allocate.records import FALLBACK_METERS, REASONING_METER, TOKEN_BUCKETS
 from ..pricebook import NoPriceError, PriceIndex
+from ..vocab import TENANT_RULE, ChargeRule, rule_choices
 from .views import Scope, at_us, connect, iso, price_spans
 
 #: Kinds of finding, in the order they are listed.
 FINDING_KINDS = ("no_price_books", "no_price", "no_gpu_price", "no_fleet", "unknown_charge_target")
 #: The rules a charge's ``allocate`` may name (ledger/allocate/charges.py); ``tenant:<name>`` besides.
-CHARGE_RULES = ("even", "by_cost", "by_tokens", "none")
+CHARGE_RULES = tuple(ChargeRule)
 #: The SQL of each token bucket of a provider request (allocate/records.py TOKEN_BUCKETS, summed in
 #: allocate/period.py `_prepare`), and of the reasoning part of its output and the rest of it.
 BUCKET_SQL = {"uncached": "input_tokens - cached_input_tokens - cache_write_input_tokens - cache_write_1h_input_tokens",
@@ -301,15 +302,15 @@ def _charge_findings(con, scope: Scope, tenants: set[str]) -> list[Finding]:
         FROM charges WHERE {scope.span('period_start', 'period_end')} GROUP BY ALL ORDER BY 1""").fetchall()
     out = []
     for rule, n, first, last, batches, ids in rows:
-        name = rule[len("tenant:"):].strip() if rule.startswith("tenant:") else None
+        name = rule[len(TENANT_RULE):].strip() if rule.startswith(TENANT_RULE) else None
         if rule in CHARGE_RULES or (name and name in tenants):
             continue
         if name:
             nearest = _near(name, tenants)
             why = f"{name} is not a registered tenant" + (f" (nearest: {', '.join(nearest)})" if nearest else "")
         else:
-            nearest = _near(rule, CHARGE_RULES + tuple(f"tenant:{t}" for t in tenants))
-            why = "not even, by_cost, by_tokens, tenant:<name> or none" + (
+            nearest = _near(rule, CHARGE_RULES + tuple(f"{TENANT_RULE}{t}" for t in tenants))
+            why = f"not {rule_choices()}" + (
                 f" (nearest: {', '.join(nearest)})" if nearest else "")
         a = _Acc()
         a.add(n, first, last, batches)

@@ -13,8 +13,9 @@ from .. import config, runs
 from ..allocate import CATEGORIES
 from ..budget import Budget, BudgetError, Comparison, Plan, compare, parse_plan
 from ..pricebook import Book, PriceIndex, load_books
-from ..sizing import (Curve, SizingError, SizingRequest, SizingResult, load_curve, merge_curves, parse_curves,
-                      price_per_gpu_hour, priced, select_curve, size, sizing_as_dict)
+from ..sizing import (Curve, SizingError, SizingResult, load_curve, merge_curves, parse_curves, price_per_gpu_hour,
+                      select_curve, sizing_as_dict)
+from ..sizing.service import PriceSpec, SizingJob, default, run
 from .economics import _d
 from .prices import PriceBooks
 from .state import period_name
@@ -82,29 +83,22 @@ def gpu_prices_frame(books: Sequence[Book], at: datetime) -> pd.DataFrame:
                                        "per_gpu_hour", "book", "version", "source_url"])
 
 
-def size_fleet(curve: Curve, request: SizingRequest, *, books: Sequence[Book] = (), device: str | None = None,
-               region: str | None = None, purchase_option: str | None = None, at: datetime | None = None,
-               hours_per_month: Decimal = Decimal("730")) -> SizingResult:
-    """``ledger size``: the SLA-first sizing of `request` on `curve`, priced with the GPU-time price
-    in force at `at` when a device is given. Raises SizingError (or NoPriceError) with the reason."""
-    result = size(curve, request)
-    if device:
-        when = at or datetime.now(timezone.utc)
-        price = PriceIndex(books).price_at(meter="gpu_time", sku=device, region=region or "*",
-                                           purchase_option=purchase_option or "*", at=when)
-        result = priced(result, price, device=device, region=region or "*", purchase_option=purchase_option or "*",
-                        at=when, hours_per_month=hours_per_month)
-    return result
+def size_fleet(job: SizingJob) -> SizingResult:
+    """``ledger size``: the sizing service (:func:`ledger.sizing.service.run`) on `job`, the sized and
+    priced result. Raises SizingError (or NoPriceError) with the reason."""
+    return run(job).result
 
 
 def sizing_defaults() -> dict:
-    """What ``ledger size`` assumes when an option is not given, from the engine's
-    :class:`~ledger.sizing.SizingRequest`: util, the failure / canary / warm reserves (replicas),
-    interpolate, repair and the TTFT limit (None: none)."""
-    request = SizingRequest(tpm=1.0, slas=(1.0,), gpus_per_replica=1)
-    return {"util": request.util, "failure": request.reserves.failure, "canary": request.reserves.canary,
-            "warm": request.reserves.warm, "interpolate": request.interpolate, "repair": request.repair,
-            "ttft_ms": request.ttft_limit_ms}
+    """What ``ledger size`` assumes when an option is not given: the sizing job's own defaults
+    (:class:`~ledger.sizing.service.SizingJob`, the command's options take them too): util, the
+    failure / canary / warm reserves (replicas), interpolate, repair, the TTFT limit (None: none),
+    and the hours per month a price is billed for."""
+    reserves = default(SizingJob, "reserves")
+    return {"util": default(SizingJob, "util"), "failure": reserves.failure, "canary": reserves.canary,
+            "warm": reserves.warm, "interpolate": default(SizingJob, "interpolate"),
+            "repair": default(SizingJob, "repair"), "ttft_ms": default(SizingJob, "ttft_limit_ms"),
+            "hours_per_month": default(PriceSpec, "hours_per_month")}
 
 
 SIZING_COLUMNS = ["sla_tok_s_user", "c_star", "c_star_measured", "tok_s_user", "replica_output_tok_s",
@@ -142,7 +136,7 @@ def plan_books(plan: Plan, fallback: PriceBooks) -> PriceBooks:
 def budget_months_frame(b: Budget) -> pd.DataFrame:
     """Month by month per scenario (``ledger budget --json`` summary): scenario, month, one Decimal
     column per category, total."""
-    from ..export.budget_report import budget_as_json
+    from ..budget.render import budget_as_json
 
     doc = budget_as_json(b)
     rows = [{"scenario": s["scenario"], "month": s["month"], **{c: Decimal(v) for c, v in s["by_category"].items()},
@@ -152,7 +146,7 @@ def budget_months_frame(b: Budget) -> pd.DataFrame:
 
 def budget_totals_frame(b: Budget) -> pd.DataFrame:
     """Per scenario over the plan's months: scenario, one Decimal column per category, total."""
-    from ..export.budget_report import budget_as_json
+    from ..budget.render import budget_as_json
 
     doc = budget_as_json(b)
     rows = [{"scenario": name, **{c: Decimal(v) for c, v in t["by_category"].items()}, "total": Decimal(t["total"])}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import store
+from .. import store, tomlfile
 from ..pricebook import Book, PriceIndex, Problem, cross_book_problems, in_force_books, load_books, parse_book
 from .state import LedgerState, reading
 
@@ -149,9 +149,9 @@ def check_uploaded(files: Sequence[tuple[str, bytes]]) -> tuple[pd.DataFrame, st
                                               f"{MAX_BOOK_BYTES:,}"))
             continue
         try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError as e:
-            problems.append(Problem(name, "", f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})"))
+            text = tomlfile.decode(content, name)
+        except tomlfile.TomlError as e:  # the line and column of the first byte that is not UTF-8
+            problems.append(Problem(name, "", e.message, e.line, e.column))
             continue
         book, probs = parse_book(text, name)
         problems.extend(probs)

@@ -14,7 +14,7 @@ from .. import reconcile, runs
 from ..reconcile import BillMap, Reconciliation
 
 RESOURCE_COLUMNS = ["kind", "name", "priced", "billed", "difference", "share", "undefined_because", "billed_cost",
-                    "list_cost", "corrections", "rows"]
+                    "list_cost", "corrections", "rows", "hours_priced", "hours_billed", "coverage"]
 UNMATCHED_COLUMNS = ["provider", "service_name", "service_category", "resource_id", "charge_category", "rows",
                      "effective_cost", "billed_cost"]
 DRIFT_COLUMNS = ["provider", "model", "currency", "requests", "ours", "reported", "difference", "share"]
@@ -46,7 +46,10 @@ def resources_frame(rec: Reconciliation) -> pd.DataFrame:
              "billed": r.billed.effective if r.billed else None, "difference": r.difference, "share": r.share,
              "undefined_because": r.reason, "billed_cost": r.billed.billed_cost if r.billed else None,
              "list_cost": r.billed.list_cost if r.billed else None,
-             "corrections": r.billed.corrections if r.billed else None, "rows": r.billed.rows if r.billed else 0}
+             "corrections": r.billed.corrections if r.billed else None, "rows": r.billed.rows if r.billed else 0,
+             "hours_priced": r.coverage.hours_priced if r.coverage else None,
+             "hours_billed": r.coverage.hours_billed if r.coverage else None,
+             "coverage": r.coverage.ratio if r.coverage else None}
             for r in rec.rows]
     return pd.DataFrame(rows, columns=RESOURCE_COLUMNS)
 
@@ -72,4 +75,5 @@ def totals(rec: Reconciliation) -> dict:
             "share": rec.variance_share, "unmatched": rec.bill.unmatched_total, "not_billed": rec.not_billed,
             "run_total": rec.priced_total, "trued_up_total": rec.trued_up_total, "currency": rec.currency,
             "run_id": rec.run_id, "run_true_up": rec.run_true_up, "bill_batches": list(rec.bill.batches),
-            "bill_rows": rec.bill.rows, "map": rec.bill_map.get("path"), "notes": list(rec.notes)}
+            "bill_rows": rec.bill.rows, "map": rec.bill_map.get("path"), "notes": list(rec.notes),
+            "warnings": list(rec.warnings)}

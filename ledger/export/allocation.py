@@ -18,7 +18,7 @@ from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, un
 from .allocation_summary import Formats, LinesRef, by_product_sheet, summary_sheet
 from .safe import csv_text, write_output
 from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header,
-                   print_one_page_wide, put, put_formula, rng, write_provenance)
+                   print_one_page_wide, put, put_formula, rng, unit_cost_format, write_provenance)
 
 LINE_COLUMNS = ("day", "kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from",
                 "quantity", "unit", "amount", "currency")
@@ -128,7 +128,7 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
                      number_formats={"run total": money})
     ref = LinesRef(amount=rng("Lines", L["amount"], 2, n), kind=rng("Lines", L["kind"], 2, n),
                    tenant=rng("Lines", L["tenant"], 2, n), product=rng("Lines", L["product"], 2, n))
-    fmt = Formats(money=money, unit=currency_format(info.currency, locale, extra_decimals=4))
+    fmt = Formats(money=money, unit=unit_cost_format(info.currency, locale))
     by_product_sheet(wb, data, ref, fmt, index=wb.sheetnames.index("By category"))
     summary = summary_sheet(wb, data, ref, fmt)
     wb.move_sheet(lines, offset=wb.sheetnames.index("Provenance") - 1 - wb.sheetnames.index("Lines"))
@@ -153,7 +153,7 @@ def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, tenant
     tenant (its own lines ÷ its own successful tasks): costs and ratios are formulas, successes the
     run's recorded task counts, and the ledger's own figure (half-even to 1e-6) stands beside."""
     money = currency_format(data.info.currency, locale)
-    unit = currency_format(data.info.currency, locale, extra_decimals=4)
+    unit = unit_cost_format(data.info.currency, locale)
     report = unit_economics(data, by="tenant")
     rows = [r for r in report.rows if r.key is not None]
     ws = wb.create_sheet("Cost per success")

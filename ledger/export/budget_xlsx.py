@@ -13,8 +13,7 @@ from ..allocate import CATEGORIES
 from ..budget import Budget
 from .safe import write_output
 from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
-                   header, print_one_page_wide, put, put_formula, rng,
-                   write_provenance)
+                   header, print_one_page_wide, put, put_formula, rng, unit_cost_format, write_provenance)
 
 PLAN_COLUMNS = ("scenario", "pool", "part", "month", "from (UTC)", "to (UTC)", "device", "region", "purchase option",
                 "sizing", "TPM (output tokens/min)", "serving replicas", "reserve replicas", "replicas",
@@ -33,6 +32,14 @@ def _c(columns: tuple[str, ...], name: str) -> int:
     return columns.index(name) + 1
 
 
+#: The column (1-based) of each name of the Plan, Variable and Charges sheets.
+P = {n: _c(PLAN_COLUMNS, n) for n in PLAN_COLUMNS}
+V = {n: _c(VARIABLE_COLUMNS, n) for n in VARIABLE_COLUMNS}
+C = {n: _c(CHARGE_COLUMNS, n) for n in CHARGE_COLUMNS}
+#: The column of the Scenarios sheet every detail row takes its price multiplier from.
+MULT = _c(SCENARIO_COLUMNS, "prices")
+
+
 def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: datetime | None = None,
                    version: str = "", path: str | Path | None = None) -> bytes:
     """The budget as an .xlsx file (bytes; also written to `path` when given). Every total is a
@@ -42,8 +49,24 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
     wb = Workbook()
     summary = wb.active
     summary.title = "Summary"
+    scenario_row = _scenarios_sheet(wb, b)  # first: the detail rows reference their price multiplier
+    _plan_sheet(wb, b, locale=locale, money=money, scenario_row=scenario_row)
+    _variable_sheet(wb, b, locale=locale, money=money, scenario_row=scenario_row)
+    _charges_sheet(wb, b, locale=locale, money=money)
+    _summary_sheet(summary, b, money=money)
+    write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version))
+    for ws in wb.worksheets:
+        print_one_page_wide(ws)
+    buf = io.BytesIO()
+    wb.save(buf)
+    data = buf.getvalue()
+    if path is not None:
+        write_output(path, data)
+    return data
 
-    # Scenarios first: the detail rows reference their price multiplier.
+
+def _scenarios_sheet(wb: Workbook, b: Budget) -> dict[str, int]:
+    """The Scenarios sheet; the row of each scenario."""
     sc = wb.create_sheet("Scenarios")
     header(sc, SCENARIO_COLUMNS)
     scenario_row = {}
@@ -55,11 +78,13 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
         put(sc, i, 6, "traffic, output length and cache hit rate were applied when sizing and pricing; "
                       "prices is live: change it and every cost follows")
     fit_widths(sc, maximum=40)
-    mult = _c(SCENARIO_COLUMNS, "prices")
+    return scenario_row
 
+
+def _plan_sheet(wb: Workbook, b: Budget, *, locale: str, money: str, scenario_row: dict[str, int]) -> None:
+    """The Plan sheet: one row per pool, part, month segment and scenario; replicas, GPUs and cost as formulas."""
     plan = wb.create_sheet("Plan")
     header(plan, PLAN_COLUMNS, freeze="C2")
-    P = {n: _c(PLAN_COLUMNS, n) for n in PLAN_COLUMNS}
     pools = {p.name: p for p in b.plan.pools}
     for r, g in enumerate(b.gpu, 2):
         pool = pools[g.pool]
@@ -77,10 +102,9 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
         put(plan, r, P["GPUs per replica"], g.gpus_per_replica, INTEGER_FORMAT)
         put_formula(plan, r, P["GPUs"], f"={col(P['replicas'])}{r}*{col(P['GPUs per replica'])}{r}", INTEGER_FORMAT)
         put(plan, r, P["hours"], g.hours, QUANTITY_FORMAT)
-        put(plan, r, P["price per GPU-hour"], g.price_per_gpu_hour,
-            currency_format(g.currency, locale, extra_decimals=4))
+        put(plan, r, P["price per GPU-hour"], g.price_per_gpu_hour, unit_cost_format(g.currency, locale))
         put(plan, r, P["FX to reporting"], g.fx, RATE_FORMAT)
-        put_formula(plan, r, P["price multiplier"], f"=Scenarios!${col(mult)}${scenario_row[g.scenario]}", "0.00##")
+        put_formula(plan, r, P["price multiplier"], f"=Scenarios!${col(MULT)}${scenario_row[g.scenario]}", "0.00##")
         put_formula(plan, r, P["cost"],
                     "=ROUND(" + "*".join(f"{col(P[n])}{r}" for n in ("GPUs", "hours", "price per GPU-hour",
                                                                       "FX to reporting", "price multiplier")) + ",6)",
@@ -93,11 +117,12 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
             if value is not None:
                 put(plan, r, P[name], value, fmt_)
     fit_widths(plan)
-    n_plan = len(b.gpu) + 1
 
+
+def _variable_sheet(wb: Workbook, b: Budget, *, locale: str, money: str, scenario_row: dict[str, int]) -> None:
+    """The Variable sheet: tokens and meters priced, one row per item, bucket, month segment and scenario."""
     var = wb.create_sheet("Variable")
     header(var, VARIABLE_COLUMNS, freeze="C2")
-    V = {n: _c(VARIABLE_COLUMNS, n) for n in VARIABLE_COLUMNS}
     for r, v in enumerate(b.variable, 2):
         for name, value in (("scenario", v.scenario), ("month", v.month), ("from (UTC)", v.start), ("to (UTC)", v.end),
                             ("category", v.category), ("item", v.item), ("bucket", v.bucket), ("unit", v.unit),
@@ -105,20 +130,21 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
             put(var, r, V[name], value)
         whole = v.quantity == v.quantity.to_integral()
         put(var, r, V["quantity"], v.quantity, INTEGER_FORMAT if whole else QUANTITY_FORMAT)
-        put(var, r, V["price"], v.price, currency_format(v.currency, locale, extra_decimals=4))
+        put(var, r, V["price"], v.price, unit_cost_format(v.currency, locale))
         put(var, r, V["pers per unit"], v.per_factor, "0.##########")
         put(var, r, V["FX to reporting"], v.fx, RATE_FORMAT)
-        put_formula(var, r, V["price multiplier"], f"=Scenarios!${col(mult)}${scenario_row[v.scenario]}", "0.00##")
+        put_formula(var, r, V["price multiplier"], f"=Scenarios!${col(MULT)}${scenario_row[v.scenario]}", "0.00##")
         put_formula(var, r, V["cost"],
                     "=ROUND(" + "*".join(f"{col(V[n])}{r}" for n in ("quantity", "pers per unit", "price",
                                                                       "FX to reporting", "price multiplier")) + ",6)",
                     money)
     fit_widths(var)
-    n_var = len(b.variable) + 1
 
+
+def _charges_sheet(wb: Workbook, b: Budget, *, locale: str, money: str) -> None:
+    """The Charges sheet: the fixed charges of each month in the reporting currency."""
     ch = wb.create_sheet("Charges")
     header(ch, CHARGE_COLUMNS)
-    C = {n: _c(CHARGE_COLUMNS, n) for n in CHARGE_COLUMNS}
     for r, c in enumerate(b.charges, 2):
         put(ch, r, C["month"], c.month)
         put(ch, r, C["category"], c.category)
@@ -128,10 +154,13 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
         put(ch, r, C["FX to reporting"], c.fx, RATE_FORMAT)
         put_formula(ch, r, C["cost"], f"=ROUND({col(C['amount'])}{r}*{col(C['FX to reporting'])}{r},6)", money)
     fit_widths(ch)
-    n_ch = len(b.charges) + 1
 
-    # Summary: one row per scenario and month, one column per category, all SUMPRODUCT formulas
-    # (exact text equality: no criteria parsing, so a month such as 2026-10 is never read as a date).
+
+def _summary_sheet(summary, b: Budget, *, money: str) -> None:
+    """One row per scenario and month, one column per category, all SUMPRODUCT formulas over the
+    detail sheets (exact text equality: no criteria parsing, so a month such as 2026-10 is never
+    read as a date); then each scenario over all months."""
+    n_plan, n_var, n_ch = len(b.gpu) + 1, len(b.variable) + 1, len(b.charges) + 1
     cols = ("scenario", "month", "sizing") + CATEGORIES + ("total",)
     header(summary, cols, freeze="C2")
     first_cat = 4
@@ -174,16 +203,6 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
     fit_widths(summary)
     for c in range(first_cat, last_cat + 2):
         summary.column_dimensions[col(c)].width = 16
-
-    write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version))
-    for ws in wb.worksheets:
-        print_one_page_wide(ws)
-    buf = io.BytesIO()
-    wb.save(buf)
-    data = buf.getvalue()
-    if path is not None:
-        write_output(path, data)
-    return data
 
 
 def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,

@@ -8,6 +8,7 @@ from datetime import datetime, time, timedelta, timezone
 from ..allocate import Line, period_label
 from ..money import fmt
 from ..reports import RunData
+from ..vocab import Category, LineKind
 from .safe import csv_text
 
 #: The columns of FOCUS 1.0 (mandatory and conditional), in the specification's order.
@@ -34,16 +35,16 @@ DECIMAL_COLUMNS = frozenset({"BilledCost", "EffectiveCost", "ListCost", "Contrac
                              "x_Quantity"})
 
 SERVICE = {  # category -> (ServiceCategory, ServiceName)
-    "gpu": ("AI and Machine Learning", "Self-hosted LLM inference"),
-    "provider_tokens": ("AI and Machine Learning", "LLM API"),
-    "tool": ("AI and Machine Learning", "LLM tool calls"),
-    "evaluation": ("AI and Machine Learning", "Evaluation"),
-    "egress": ("Networking", "Data egress"),
-    "network": ("Networking", "Network"),
-    "observability": ("Management and Governance", "Observability"),
-    "storage": ("Storage", "Storage"),
-    "engineering_ops": ("Other", "Engineering operations"),
-    "other": ("Other", "Other"),
+    Category.GPU: ("AI and Machine Learning", "Self-hosted LLM inference"),
+    Category.PROVIDER_TOKENS: ("AI and Machine Learning", "LLM API"),
+    Category.TOOL: ("AI and Machine Learning", "LLM tool calls"),
+    Category.EVALUATION: ("AI and Machine Learning", "Evaluation"),
+    Category.EGRESS: ("Networking", "Data egress"),
+    Category.NETWORK: ("Networking", "Network"),
+    Category.OBSERVABILITY: ("Management and Governance", "Observability"),
+    Category.STORAGE: ("Storage", "Storage"),
+    Category.ENGINEERING_OPS: ("Other", "Engineering operations"),
+    Category.OTHER: ("Other", "Other"),
 }
 
 
@@ -66,9 +67,9 @@ def charge_period(ln: Line, data: RunData) -> tuple[str, str]:
 def describe(ln: Line) -> str:
     """ChargeDescription: what the line is, e.g. ``gpu cost of tenant acme on pool h100-chat,
     product chat, model llama-3.1-8b, succeeded work``."""
-    what = {"tenant": f"tenant {ln.tenant}", "idle_slack": "idle slack", "idle_reserve": "idle reserve",
-            "unallocated": "unallocated",
-            "variance": f"bill variance of tenant {ln.tenant}" if ln.tenant else "bill variance"}[ln.kind]
+    what = {LineKind.TENANT: f"tenant {ln.tenant}", LineKind.IDLE_SLACK: "idle slack",
+            LineKind.IDLE_RESERVE: "idle reserve", LineKind.UNALLOCATED: "unallocated",
+            LineKind.VARIANCE: f"bill variance of tenant {ln.tenant}" if ln.tenant else "bill variance"}[ln.kind]
     where = f" on pool {ln.pool}" if ln.pool else f" via {ln.provider}" if ln.provider else ""
     share = f" (share of {ln.shared_from})" if ln.shared_from else ""
     of = "".join(f", {k} {v}" for k, v in (("product", ln.product), ("model", ln.model)) if v)

@@ -25,6 +25,7 @@ from decimal import Decimal
 from ..allocate import Line, period_label
 from ..money import ZERO, fmt, quantize, split
 from ..reports import RunData
+from ..vocab import Category, LineKind
 from .focus import X_COLUMNS, charge_period, describe, is_charge
 from .safe import csv_cell
 
@@ -64,16 +65,16 @@ APPLICABILITY_CRITERIA = ("ACCOUNT_NAMING_SUPPORTED", "SUB_ACCOUNT_SUPPORTED", "
 
 #: category -> (ServiceCategory, ServiceSubcategory from FOCUS 1.2's allowed values, ServiceName)
 SERVICE = {
-    "gpu": ("AI and Machine Learning", "Generative AI", "Self-hosted LLM inference"),
-    "provider_tokens": ("AI and Machine Learning", "Generative AI", "LLM API"),
-    "tool": ("AI and Machine Learning", "Other (AI and Machine Learning)", "LLM tool calls"),
-    "evaluation": ("AI and Machine Learning", "Other (AI and Machine Learning)", "Evaluation"),
-    "egress": ("Networking", "Network Connectivity", "Data egress"),
-    "network": ("Networking", "Network Infrastructure", "Network"),
-    "observability": ("Management and Governance", "Observability", "Observability"),
-    "storage": ("Storage", "Other (Storage)", "Storage"),
-    "engineering_ops": ("Other", "Other (Other)", "Engineering operations"),
-    "other": ("Other", "Other (Other)", "Other"),
+    Category.GPU: ("AI and Machine Learning", "Generative AI", "Self-hosted LLM inference"),
+    Category.PROVIDER_TOKENS: ("AI and Machine Learning", "Generative AI", "LLM API"),
+    Category.TOOL: ("AI and Machine Learning", "Other (AI and Machine Learning)", "LLM tool calls"),
+    Category.EVALUATION: ("AI and Machine Learning", "Other (AI and Machine Learning)", "Evaluation"),
+    Category.EGRESS: ("Networking", "Network Connectivity", "Data egress"),
+    Category.NETWORK: ("Networking", "Network Infrastructure", "Network"),
+    Category.OBSERVABILITY: ("Management and Governance", "Observability", "Observability"),
+    Category.STORAGE: ("Storage", "Other (Storage)", "Storage"),
+    Category.ENGINEERING_OPS: ("Other", "Other (Other)", "Engineering operations"),
+    Category.OTHER: ("Other", "Other (Other)", "Other"),
 }
 #: Precision of an AllocatedRatio (a share of its origin charge).
 RATIO = Decimal("1e-9")
@@ -240,7 +241,7 @@ def sku(ln: Line) -> tuple[str, str, str, str | None]:
     the same from run to run (the run is in InvoiceId and x_RunId)."""
     details = json_text({"x_ModelId": ln.model}) if ln.model else None
     if ln.category == "gpu" and ln.pool:
-        idle = ln.shared_from or (ln.kind if ln.kind in ("idle_slack", "idle_reserve") else None)
+        idle = ln.shared_from or (ln.kind if ln.kind in (LineKind.IDLE_SLACK, LineKind.IDLE_RESERVE) else None)
         if idle:
             sku_id = f"gpu:{ln.pool}:{idle}"
             return sku_id, sku_id, "Idle GPU Time" if idle == "idle_slack" else "Reserve GPU Time", None

@@ -5,8 +5,9 @@ console share it); this module re-exports it for the exporters and for callers o
 ``ledger.export.safe``."""
 from __future__ import annotations
 
-from ..outputs import (FORMULA_TRIGGERS, NUMBER, OutputError, atomic_output, check_output_path, check_outputs,
-                       csv_cell, csv_text, csv_writer, safe_text, write_output)
+from ..outputs import (FORMULA_TRIGGERS, NUMBER, OutputError, atomic_output, check_output_folder, check_output_path,
+                       check_outputs, csv_cell, csv_text, csv_writer, safe_text, write_output)
 
-__all__ = ["FORMULA_TRIGGERS", "NUMBER", "OutputError", "atomic_output", "check_output_path", "check_outputs",
+__all__ = ["FORMULA_TRIGGERS", "NUMBER", "OutputError", "atomic_output", "check_output_folder", "check_output_path",
+           "check_outputs",
            "csv_cell", "csv_text", "csv_writer", "safe_text", "write_output"]

@@ -16,6 +16,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
+from ..formats import UNIT_COST_EXTRA_PLACES
 from .safe import safe_text
 
 DEFAULT_LOCALE = "en_US"
@@ -64,6 +65,13 @@ def currency_format(currency: str, locale: str = DEFAULT_LOCALE, *, extra_decima
     pos = affix(pattern.prefix[0]) + number + affix(pattern.suffix[0])
     neg = affix(pattern.prefix[1]) + number + affix(pattern.suffix[1])
     return f"{pos};{neg}"
+
+
+def unit_cost_format(currency: str, locale: str = DEFAULT_LOCALE) -> str:
+    """A unit cost (per successful task, per 1M tokens) or a unit price (per GPU-hour, per token):
+    the currency's format with up to :data:`ledger.formats.UNIT_COST_EXTRA_PLACES` more optional
+    decimals, so that a 2-decimal currency shows the unit-cost precision of every other surface (6)."""
+    return currency_format(currency, locale, extra_decimals=UNIT_COST_EXTRA_PLACES)
 
 
 def naive_utc(at: datetime) -> datetime:

@@ -18,32 +18,42 @@ The conversion:
 - **instants**: FOCUS writes them in UTC, so one written without an offset
   (``2026-10-01T00:00:00``, a Parquet timestamp not marked UTC) is taken as UTC; anything else is
   judged as every ledger instant is.
-- **money** (``BilledCost``, ``EffectiveCost``, ``ListCost``, ``ConsumedQuantity``): text is kept
-  as written, and the ingest judges it (at most 12 decimal places, never rounded; negative is fine:
-  credits and corrections). A Parquet DOUBLE (AWS types its costs so) is rounded to 12 places here,
-  explicitly: a double holds no decimal exactly, and 12 places is the ledger's keeping.
+- **missing values**: an empty cell, and in a CSV the unquoted text ``NULL`` (the FinOps
+  Foundation's FOCUS sample data writes every missing value so), are missing; a quoted ``"NULL"`` is
+  the text NULL.
+- **money** (``BilledCost``, ``EffectiveCost``, ``ListCost``): text is kept as written, and the
+  ingest judges it (at most 12 decimal places, never rounded; negative is fine: credits and
+  corrections). A Parquet DOUBLE (AWS types its costs so) is rounded to 12 places here, explicitly: a
+  double holds no decimal exactly, and 12 places is the ledger's keeping.
+- **quantity** (``ConsumedQuantity``) is not money: it is kept exactly, whatever its places, as the
+  plain text of its decimal value (:func:`ledger.money.decimal_text_sql`; a Parquet DOUBLE as its
+  shortest text, the one AWS's CSV prints), never rounded and never refused for its precision.
 - **tags**: a JSON object (text, minified; a Parquet MAP or STRUCT as its JSON).
-- **line_id**: FOCUS rows have no id. A row's id is the SHA-256 of its converted content (money and
-  instants normalized to their value, so ``1.50`` and ``1.5`` are one), first 32 hex digits, then
-  ``-n``: the row's occurrence among identical rows of the batch (files in the order given, rows in
-  file order). The same export ingested again gives the same ids, so it adds nothing; two identical
-  rows of one export stay two rows.
+- **line_id**: FOCUS rows have no id. A row's id is the SHA-256 of its content as the ledger stores
+  it (:func:`_normal`: money and instants as their value, so ``1.50`` and ``1.5`` are one; an empty
+  text as missing, as it is stored; a column the file does not have as missing, as it is stored),
+  first 32 hex digits, then ``-n``: the row's occurrence among identical rows of the batch (files in
+  the order given, rows in file order). The same export ingested again gives the same ids, whatever
+  its shape (CSV or Parquet, an empty cell, ``""`` or a null), so it adds nothing; two identical rows
+  of one export stay two rows.
 """
 from __future__ import annotations
 
 import re
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from .. import duck
+from .. import duck, facts
+from ..money import decimal_text_sql
 from .checks import lit, q
 from .commit import ingest
-from .opening import _csv_header, _sha256, readable_path
-from .records import FORMATS, MAX_LINE_BYTES, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _first_line, _Source
+from .opening import _csv_header, _sha256, format_named, match_columns, parquet_names, unreadable_csv
+from .records import MAX_LINE_BYTES, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _first_line, _Source
+from .shapes import readable
 from .rows import physical_lines
 
 #: FOCUS column -> ledger bill column (ledger.facts, kind ``bill``).
@@ -63,7 +73,12 @@ FIRST_OF = {"provider": ("ServiceProviderName", "ProviderName"), "region": ("Reg
 #: the provider columns.
 MANDATORY = ("BilledCost", "EffectiveCost", "ListCost", "BillingCurrency", "ChargePeriodStart", "ChargePeriodEnd",
              "ChargeCategory", "ChargeClass", "ServiceName")
-MONEY = ("billed_cost", "effective_cost", "list_cost", "consumed_quantity")
+MONEY = ("billed_cost", "effective_cost", "list_cost")
+#: Quantities: kept exactly as decimal text (facts.BILL_QUANTITY), never refused for their places.
+QUANTITIES = ("consumed_quantity",)
+#: Money the digest has always shown at the store's 12 places: a quantity written with up to 12
+#: places keeps the row id it had when quantities were stored as DECIMAL(38,12).
+_DIGEST_PLACES = 12
 INSTANTS = ("charge_period_start", "charge_period_end", "billing_period_start")
 EXTRA_PREFIX = "x_"
 #: A date and time with no offset: FOCUS instants are UTC, so such a value gets ``Z``.
@@ -82,12 +97,19 @@ class _Bill:
     relation: str
     types: dict[str, str]
     rows: int = 0
+    #: What the readers read (the file, or its unpacked copy when gzip: ledger.ingest.shapes).
+    read_path: Path | None = None
+    compressed: bool = False
+    #: FOCUS name -> the column's name as the file spells it, where it differs (``billedcost``).
+    spelled: dict[str, str] = field(default_factory=dict)
 
     def source_of(self, col: str) -> str:
-        """The FOCUS column a ledger column came from in this file."""
+        """The column of this file (as it spells it) a ledger column came from."""
         if col in FIRST_OF:
-            return next((c for c in FIRST_OF[col] if c in self.types), FIRST_OF[col][0])
-        return next((f for f, c in FOCUS_COLUMNS.items() if c == col), "line_id" if col == "line_id" else col)
+            focus = next((c for c in FIRST_OF[col] if c in self.types), FIRST_OF[col][0])
+        else:
+            focus = next((f for f, c in FOCUS_COLUMNS.items() if c == col), "line_id" if col == "line_id" else col)
+        return self.spelled.get(focus, focus)
 
 
 def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run: bool = False,
@@ -102,7 +124,10 @@ def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run:
     if not paths:
         raise IngestError([Problem("bill", None, None, "no files given")])
     step = on_step or (lambda _m: None)
-    with tempfile.TemporaryDirectory(prefix="ledger-bill-") as tmp:
+    scratch = duck.spill_root()  # the ledger home's tmp folder: an unpacked bill may be large
+    scratch.mkdir(parents=True, exist_ok=True)
+    _sweep_stale(scratch)
+    with tempfile.TemporaryDirectory(prefix="ledger-bill-", dir=scratch) as tmp:
         work = Path(tmp)
         con = duck.connect("ingest_bill", ordered=True)
         try:
@@ -124,12 +149,13 @@ def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run:
                 try:
                     _convert(con, b, out, i)
                 except duckdb.Error as e:
-                    problems.append(Problem(b.label, None, None, f"cannot read as {b.fmt}: {_first_line(e)}"))
+                    problems.append(unreadable_csv(b.read_path, b.label, e) if b.fmt == "csv" else
+                                    Problem(b.label, None, None, f"cannot read as {b.fmt}: {_first_line(e)}"))
                     continue
                 converted.append(out)
             if problems:
                 raise IngestError(problems)
-            origins = [{"path": b.label, "sha256": _sha256(b.path), "format": f"focus:{b.fmt}",
+            origins = [{"path": b.label, "sha256": _sha256(b.path), "format": f"focus:{b.fmt}{'.gz' * b.compressed}",
                         "bytes": b.path.stat().st_size} for b in bills]
             try:
                 return ingest("bill", converted, fmt="parquet", dry_run=dry_run, as_adjustment=as_adjustment,
@@ -140,34 +166,69 @@ def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run:
             con.close()
 
 
+def _sweep_stale(scratch: Path, older: float = 24 * 3600) -> None:
+    """Remove the work folders of bill ingests killed before they could (older than a day: a running
+    one is younger)."""
+    import shutil
+    import time
+
+    for d in scratch.glob("ledger-bill-*"):
+        try:
+            if time.time() - d.stat().st_mtime > older:
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _open(con, path: Path, fmt: str | None, link_dir: Path) -> _Bill:
-    """The bill at `path` as a relation with ``_line`` (CSV: the header is line 1; Parquet: rows from 1)."""
+    """The bill at `path` as a relation with ``_line`` (CSV: the header is line 1; Parquet: rows from 1),
+    gzip unpacked (ledger.ingest.shapes), its FOCUS columns under their FOCUS names whatever their case."""
     label = str(path)
     if not path.is_file():
         raise IngestError([Problem(label, None, None, "no such file")])
-    given, fmt = fmt, fmt or FORMATS.get(path.suffix.lower())
+    given, fmt = fmt, format_named(path, fmt)
     if fmt not in ("csv", "parquet"):
         told = f"--format {given}" if given else f"the extension {path.suffix!r}"
         raise IngestError([Problem(label, None, None, f"a FOCUS bill is CSV or Parquet ({told}); use --format csv "
                                                       "or --format parquet")])
-    read = lit(str(readable_path(path, link_dir)))
+    data = readable(path, label, fmt, link_dir)
+    read = lit(str(data.path))
+    header = None
     if fmt == "csv":
-        src = _Source(path=path, label=label, fmt="csv", columns=[])
+        src = _Source(path=path, label=label, fmt="csv", columns=[], read_path=data.path)
         bad = _csv_header(src)
         if bad:
             raise IngestError(bad)
         if len(set(src.columns)) != len(src.columns):
             twice = sorted({c for c in src.columns if src.columns.count(c) > 1})
             raise IngestError([Problem(label, 1, c, "the column appears twice in the header") for c in twice])
+        header = src.columns
+        # an unquoted NULL is a missing value (the FOCUS sample data writes them so); "NULL" quoted is text
         rel = (f"SELECT row_number() OVER () + 1 AS _line, * FROM read_csv({read}, header=true, all_varchar=true, "
-               f"delim=',', quote='\"', escape='\"', strict_mode=true, max_line_size={MAX_LINE_BYTES})")
+               f"delim=',', quote='\"', escape='\"', strict_mode=true, max_line_size={MAX_LINE_BYTES}, "
+               f"nullstr=['', 'NULL'], allow_quoted_nulls=false)")
     else:
         rel = f"SELECT row_number() OVER () AS _line, * FROM read_parquet({read})"
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE {rel}").fetchall() if r[0] != "_line"}
     except duckdb.Error as e:
-        raise IngestError([Problem(label, None, None, f"cannot read as {fmt}: {_first_line(e)}")]) from None
-    return _Bill(path=path, label=label, fmt=fmt, relation=rel, types=types)
+        raise IngestError([unreadable_csv(data.path, label, e) if fmt == "csv" else
+                           Problem(label, None, None, f"cannot read as {fmt}: {_first_line(e)}")]) from None
+    # FOCUS names in another case (``billedcost``, ``BILLEDCOST``): matched on the header as written
+    # (DuckDB renames a second ``billedcost`` beside ``BilledCost`` to ``billedcost_1``), then renamed
+    focus = sorted({*FOCUS_COLUMNS, *(c for names in FIRST_OF.values() for c in names)})
+    names = (header if header and len(header) == len(types) else
+             parquet_names(con, data.path, list(types)) if fmt == "parquet" else list(types))
+    matched, bad = match_columns(label, 1 if fmt == "csv" else None, names, focus)
+    if bad:
+        raise IngestError(bad)
+    duck_name = dict(zip(names, types))
+    renamed = {duck_name[theirs]: ours for theirs, ours in matched.items() if duck_name[theirs] != ours}
+    if renamed:
+        rel = f"SELECT * RENAME ({', '.join(f'{q(a)} AS {q(b)}' for a, b in renamed.items())}) FROM ({rel})"
+        types = {renamed.get(c, c): t for c, t in types.items()}
+    return _Bill(path=path, label=label, fmt=fmt, relation=rel, types=types, read_path=data.path,
+                 compressed=data.gzip, spelled={ours: theirs for theirs, ours in matched.items() if theirs != ours})
 
 
 def _missing(b: _Bill) -> list[Problem]:
@@ -192,6 +253,12 @@ def _money(b: _Bill, col: str) -> str:
     x = q(col)
     exact = f"CAST(TRY_CAST(round({x}, 12) AS DECIMAL(38,12)) AS VARCHAR)"
     return f"(CASE WHEN isfinite({x}) THEN coalesce({exact}, CAST({x} AS VARCHAR)) ELSE CAST({x} AS VARCHAR) END)"
+
+
+def _quantity(b: _Bill, col: str) -> str:
+    """SQL text of a quantity before it is made plain (:func:`_convert`): text as written, any typed
+    value as its text (a DECIMAL exactly, a DOUBLE as its shortest text)."""
+    return _text(b, col)
 
 
 def _instant(b: _Bill, col: str) -> str:
@@ -221,6 +288,8 @@ def _columns(b: _Bill) -> dict[str, str]:
             continue
         if col in MONEY:
             out[col] = _money(b, focus)
+        elif col in QUANTITIES:
+            out[col] = _quantity(b, focus)
         elif col in INSTANTS:
             out[col] = _instant(b, focus)
         elif col == "tags":
@@ -234,17 +303,33 @@ def _columns(b: _Bill) -> dict[str, str]:
         if present:
             firsts = [f"nullif({p}, '')" for p in present[:-1]]
             out[col] = f"coalesce({', '.join([*firsts, present[-1]])})" if firsts else present[0]
-    extras = [c for c in b.types if c.startswith(EXTRA_PREFIX)]
+    extras = [c for c in b.types if c.lower().startswith(EXTRA_PREFIX)]  # X_SERVICECODE of an upper-case export
     if extras:
         pairs = ", ".join(f"{lit(c)}, {_json(b, c, parse_text=True)}" for c in extras)
         out["extras"] = f"CAST(json_object({pairs}) AS VARCHAR)"
     return out
 
 
+#: The columns of the row digest, in its order (every one, a column the file lacks as missing).
+DIGEST_COLUMNS = (*FOCUS_COLUMNS.values(), *FIRST_OF, "extras")
+_SPEC = {c.name: c for c in facts.KINDS["bill"].columns}
+
+
 def _normal(col: str, text: str) -> str:
-    """SQL: a converted value as it goes into the row digest (money and instants as their value)."""
+    """SQL: a converted value as it goes into the row digest, normalized as the ingest stores it
+    (ledger.ingest.checks.typed), so that one stored row has one id whatever file shape brought it:
+    money and instants as their value; a quantity (already plain) as the DECIMAL(38,12) text it was
+    digested as before quantities were text, when it has at most 12 places; an optional text
+    column's empty value as missing (an empty value of an optional column is stored as NULL)."""
+    spec = _SPEC[col]
+    if not spec.required and spec.default == "NULL":
+        text = f"nullif({text}, '')"
     if col in MONEY:
         return f"coalesce(CAST(TRY_CAST(trim({text}) AS DECIMAL(38,12)) AS VARCHAR), {text})"
+    if col in QUANTITIES:
+        places = f"length(split_part({text}, '.', 2))"
+        return (f"coalesce(CASE WHEN {places} <= {_DIGEST_PLACES} THEN CAST(TRY_CAST({text} AS DECIMAL(38,12)) AS "
+                f"VARCHAR) END, {text})")
     if col in INSTANTS:
         return f"coalesce(CAST(epoch_us(TRY_CAST(trim({text}) AS TIMESTAMPTZ)) AS VARCHAR), {text})"
     return text
@@ -255,10 +340,16 @@ def _convert(con, b: _Bill, out: Path, i: int) -> None:
     to judge), with each row's `line_id` (see the module)."""
     cols = _columns(b)
     select = ", ".join(f"{expr} AS {q(c)}" for c, expr in cols.items())
-    digest = " || chr(31) || ".join(f"coalesce({_normal(c, q(c))}, {lit(_NULL)})" for c in cols)
+    plain = [c for c in QUANTITIES if c in cols]  # made plain on the column, so its SQL is not repeated
+    if plain:
+        made = ", ".join(f"{decimal_text_sql(q(c))} AS {q(c)}" for c in plain)
+        select = f"* REPLACE ({made}) FROM (SELECT _line, {select} FROM ({b.relation}))"
+    else:
+        select = f"_line, {select} FROM ({b.relation})"
+    digest = " || chr(31) || ".join(f"coalesce({_normal(c, q(c))}, {lit(_NULL)})" if c in cols else lit(_NULL)
+                                    for c in DIGEST_COLUMNS)
     t = f"_c{i}"
-    con.execute(f"CREATE TEMP TABLE {t} AS SELECT _line, *, sha256({digest}) AS _digest FROM "
-                f"(SELECT _line, {select} FROM ({b.relation}))")
+    con.execute(f"CREATE TEMP TABLE {t} AS SELECT _line, *, sha256({digest}) AS _digest FROM (SELECT {select})")
     names = ", ".join(f"c.{q(c)}" for c in cols)
     con.execute(f"COPY (SELECT left(c._digest, 32) || '-' || CAST(row_number() OVER (PARTITION BY c._digest "
                 f"ORDER BY c._line) + coalesce(s.n, 0) AS VARCHAR) AS line_id, {names} FROM {t} c "
@@ -292,7 +383,8 @@ def _translate(e: IngestError, converted: list[Path], bills: list[_Bill]) -> Ing
         if i is not None and p.line is not None and bills[i].fmt == "csv":
             wanted.setdefault(i, []).append(int(p.line) + 1)
     lines = {i: physical_lines(_Source(path=bills[i].path, label=bills[i].label, fmt="csv", columns=[],
-                                       rows=bills[i].rows), ns) for i, ns in wanted.items()}
+                                       rows=bills[i].rows, read_path=bills[i].read_path), ns)
+             for i, ns in wanted.items()}
     out = []
     for p in e.problems:
         i = index.get(p.file)

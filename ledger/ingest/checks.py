@@ -25,8 +25,10 @@ from dataclasses import dataclass
 
 from ..facts import (BILL_CHARGE_CATEGORIES, BILL_CHARGE_CLASSES, CHARGE_CATEGORIES, FLEET_ROLES, KINDS, OUTCOMES,
                      REQUEST_STATUSES, SERVICE_TIERS)
+from ..money import MAX_DECIMAL_EXPONENT
 
 from ..names import CONTROL_CLASS, MAX_NAME, sql_name_bad, sql_name_problem
+from ..vocab import TENANT_RULE, ChargeRule
 
 #: An instant as ISO 8601 writes it: date, time (seconds and fraction optional), UTC offset.
 INSTANT_RE = (r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?"
@@ -281,6 +283,21 @@ def _input_parts() -> list[Check]:
             Check("cache_write_1h_input_tokens", f"{over} AND {w5} = 0 AND {w1h} > 0", msg)]
 
 
+#: A decimal number in the one plain form a bill's quantity is kept in (ledger.money.decimal_text_sql).
+PLAIN_DECIMAL_RE = r"-?[0-9]+(\.[0-9]+)?"
+
+
+def _decimal_text(c: str) -> list[Check]:
+    """A quantity kept as exact decimal text (a bill's ConsumedQuantity): any number of places is
+    kept; only text that is not a decimal number, or one written with an exponent too wide to keep as
+    plain text, is refused."""
+    x = q(c)
+    number = f"regexp_full_match(lower(trim({x})), {lit(DECIMAL_RE.replace('[eE]', 'e'))})"
+    wide = said(c, f"has an exponent beyond ±{MAX_DECIMAL_EXPONENT}: the ledger keeps a quantity as its plain digits")
+    return [Check(c, f"NOT {blank(c)} AND NOT regexp_full_match({x}, {lit(PLAIN_DECIMAL_RE)})",
+                  f"(CASE WHEN {number} THEN {wide} ELSE {said(c, 'is not a decimal number')} END)")]
+
+
 def _json_object(c: str) -> Check:
     """A JSON object written as text (a bill's Tags: ``{"team": "ml"}``), when present."""
     x = q(c)
@@ -323,8 +340,8 @@ def jsonl_checks(kind: str) -> list[Check]:
 
 
 #: Text columns longer than a name may be: free text, a bill's resource ids (an AWS ARN may have
-#: 2048 characters) and its tags and extras (JSON objects).
-LONG_TEXT = {"description": 1000, "resource_id": 2048, "tags": 65536, "extras": 65536}
+#: 2048 characters), its tags and extras (JSON objects) and its quantity (exact decimal text).
+LONG_TEXT = {"description": 1000, "resource_id": 2048, "tags": 65536, "extras": 65536, "consumed_quantity": 1000}
 
 
 def name_checks(kind: str) -> list[Check]:
@@ -377,16 +394,17 @@ def checks(kind: str, valid: frozenset[str] = frozenset()) -> list[Check]:
         out = [req("charge_id"), *_timestamp("period_start", True, valid), *_timestamp("period_end", True, valid),
                _ts_order("period_start", "period_end"), *_enum("category", CHARGE_CATEGORIES, valid),
                *_decimal("amount", True, 6), req("currency"), req("allocate"),
-               Check("allocate", f"NOT {b('allocate')} AND {q('allocate')} NOT IN ('even', 'by_cost', 'by_tokens', "
-                     f"'none') AND NOT (starts_with({q('allocate')}, 'tenant:') AND length({q('allocate')}) > 7)",
-                     said("allocate", "is not one of even, by_cost, by_tokens, none, tenant:<name>"))]
+               Check("allocate", f"NOT {b('allocate')} AND {q('allocate')} NOT IN ({', '.join(map(lit, ChargeRule))}) "
+                     f"AND NOT (starts_with({q('allocate')}, {lit(TENANT_RULE)}) AND length({q('allocate')}) > "
+                     f"{len(TENANT_RULE)})",
+                     said("allocate", f"is not one of {', '.join([*ChargeRule, TENANT_RULE + '<name>'])}"))]
     elif kind == "bill":
         out = [req("line_id"), *_timestamp("charge_period_start", True, valid),
                *_timestamp("charge_period_end", True, valid), _ts_order("charge_period_start", "charge_period_end"),
                *_timestamp("billing_period_start", False, valid),
                *_enum("charge_category", BILL_CHARGE_CATEGORIES, valid),
                *_enum("charge_class", BILL_CHARGE_CLASSES, valid, required=False), req("provider"),
-               req("service_name"), *_decimal("consumed_quantity", False, 12, signed=True),
+               req("service_name"), *_decimal_text("consumed_quantity"),
                *_decimal("billed_cost", True, 12, signed=True), *_decimal("effective_cost", True, 12, signed=True),
                *_decimal("list_cost", True, 12, signed=True), req("billing_currency"), _json_object("tags")]
     else:

@@ -159,11 +159,11 @@ def register(app: typer.Typer) -> None:
         source_help = (f"read another tool's export (needs --map): {_one_of(sources)} (docs/adapters.md)"
                        if sources else f"no other tool's export gives {kind}")
         named = kind not in ("fleet", "bill")  # kinds with tenant or product names to register
-        formats = "csv | parquet (default: by extension)" if kind == "bill" else \
-            "csv | parquet | jsonl (default: by extension)"
+        formats = "csv | parquet (default: by extension; gzip is read as it is)" if kind == "bill" else \
+            "csv | parquet | jsonl (json: any JSON shape; default: by extension; gzip is read as it is)"
 
         def command(files: List[Path] = typer.Argument(..., help="CSV or Parquet files" if kind == "bill" else
-                                                       "CSV, Parquet or JSON Lines files"),
+                                                       "CSV, Parquet or JSON Lines files (or JSON arrays; .gz too)"),
                     fmt: Optional[str] = typer.Option(None, "--format", help=formats),
                     register_new: bool = typer.Option(False, "--register-new", hidden=not named,
                                                       help="register unknown tenants" + (

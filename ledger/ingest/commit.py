@@ -17,8 +17,8 @@ from . import enums, opening
 from .checks import cast_checks, checks, jsonl_checks, lit, q
 from .dedupe import _already_ingested, _dedupe
 from .opening import _digests_in_background, _open_sources, _read_select
-from .records import (ADJUSTABLE, MAX_PROBLEMS, FileReport, IngestError, IngestResult, Problem, _first_line,
-                      _reject_problem, _Source)
+from .records import (ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, FileReport, IngestError, IngestResult, Problem,
+                      _first_line, _reject_problem, _Source)
 from .rows import (_any_bad, _row_problems, _summary, _value_checks, closed_period_problem, lines_at_bytes,
                    unknown_name_problems)
 from .staging import _booked_sql, _copy, _pass_sql, _typed_cols, _watch
@@ -129,7 +129,7 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
         bad = _any_bad(row_checks)
         out = staging / f"{i}.parquet"
         rejects = None
-        domains = enums.domains(kind, src.path, src.columns, expected) if src.fmt == "csv" else {}
+        domains = enums.domains(kind, src.read_path, src.columns, expected) if src.fmt == "csv" else {}
         if domains:  # the fast pass (see .enums): names read as ENUMs; any surprise and the careful pass decides
             try:
                 types = enums.create_enums(con, f"_e{i}", domains)
@@ -159,12 +159,14 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
                 rejects = con.execute(f"SELECT line_byte_position, column_name, error_type, error_message FROM rej{i} "
                                       "ORDER BY line_byte_position").fetchall() if src.fmt == "csv" else []
             except duckdb.Error as e:
-                problems.append(Problem(src.label, None, None, f"cannot read: {_first_line(e)}"))
+                problems.append(opening.unreadable_json(src.read_path, src.label, src.shape, MAX_LINE_BYTES, e)
+                                if src.fmt == "jsonl" else
+                                Problem(src.label, None, None, f"cannot read: {_first_line(e)}"))
                 continue
         if rejects:  # the file does not parse: say where; other checks wait until it does
             total_bad += len(rejects)
             shown = rejects[:MAX_PROBLEMS]  # DuckDB's byte positions count from 1
-            at = lines_at_bytes(src.path, [max(int(r[0] or 1) - 1, 0) for r in shown])
+            at = lines_at_bytes(src.read_path, [max(int(r[0] or 1) - 1, 0) for r in shown])
             problems += [_reject_problem(src.label, at[max(int(r[0] or 1) - 1, 0)], *r[1:]) for r in shown]
             continue
         src.rows, n_bad, src.values, src.months = _summary(con, kind, out)
@@ -259,10 +261,13 @@ def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment
 def _report(x: _Source) -> FileReport:
     """What the batch says of a file: the file itself, or the source it was converted from."""
     o = x.origin
-    return FileReport(o["path"], o["sha256"], o["format"], x.rows) if o else FileReport(x.label, x.sha256, x.fmt, x.rows)
+    return (FileReport(o["path"], o["sha256"], o["format"], x.rows) if o else
+            FileReport(x.label, x.sha256, x.recorded_format, x.rows))
 
 
 def _files_json(sources: list[_Source]) -> str:
+    """The batch's files: path as given, the SHA-256 and size of the file's own bytes (a gzip file's
+    compressed bytes: what ``sha256sum`` of it says), format (``csv.gz`` for a compressed one), rows."""
     return json.dumps([{**_report(x).__dict__, "bytes": x.origin["bytes"] if x.origin else x.path.stat().st_size}
                        for x in sources])
 

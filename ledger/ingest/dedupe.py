@@ -28,7 +28,7 @@ def _already_ingested(s, kind: str, sources: list[_Source]) -> bool:
         return False
     for x in sources:
         x.sha256 = _sha256(x.path)
-        match = [f for f in held[x.path.stat().st_size] if f["sha256"] == x.sha256 and f["format"] == x.fmt]
+        match = [f for f in held[x.path.stat().st_size] if f["sha256"] == x.sha256 and f["format"] == x.recorded_format]
         if not match:
             return False
         x.rows = match[0]["rows"]
@@ -131,8 +131,19 @@ def _conflict_problems(con, kind, sources, s) -> list[Problem]:
         SELECT n.{key[0]}, n.src, n._line, NULL, NULL, e.filename FROM _lines n
           JOIN (SELECT {keyl}, hash({cols}) AS h, filename FROM _existing) e USING ({keyl}) WHERE n.h <> e.h
         ORDER BY 2, 3 LIMIT {MAX_PROBLEMS}""").fetchall()
+    from .rows import physical_lines  # records -> the file's lines (blank lines, quoted breaks, JSON objects)
+
+    wanted: dict[int, set[int]] = {}
+    for _, i, line, other_i, other_line, _ in rows:
+        wanted.setdefault(i, set()).add(int(line))
+        if other_i is not None:
+            wanted.setdefault(other_i, set()).add(int(other_line))
+    at = {i: physical_lines(sources[i], sorted(ns)) for i, ns in wanted.items()}
     out = []
     for keyval, i, line, other_i, other_line, existing_file in rows:
+        line = at[i].get(int(line), int(line))
+        if other_i is not None:
+            other_line = at[other_i].get(int(other_line), int(other_line))
         if existing_file:
             bid = facts.batch_of(Path(existing_file))
             message = (f"{keyval!r} is already in batch {bid} (from {batch_files.get(bid, 'an earlier file')}) with "

@@ -10,18 +10,27 @@ import duckdb
 
 from .. import facts
 from .checks import cast_flag, cast_sql, file_type, lit, q, read_type
-from .records import FORMATS, MAX_LINE_BYTES, IngestError, Problem, _first_line, _Source
+from .records import FORMAT_NAMES, FORMATS, MAX_LINE_BYTES, IngestError, Problem, _first_line, _Source
+from .shapes import (GLOB_CHARS, json_problem, json_reader, json_record_line, line_ends, plain_suffix,  # noqa: F401
+                     readable, readable_path)
+
+
+def format_named(path: Path, fmt: str | None) -> str | None:
+    """The format `fmt` names (``json`` is ``jsonl``), else the one the file's extension names (``x.csv``
+    and ``x.csv.gz`` are csv: gzip is told by the file's bytes, see ``shapes``); None when neither does."""
+    if fmt:
+        return FORMAT_NAMES.get(fmt)
+    return FORMATS.get(plain_suffix(path).lower())
 
 
 def _format_of(path: Path, fmt: str | None) -> str:
-    if fmt:
-        if fmt not in ("csv", "parquet", "jsonl"):
-            raise IngestError([Problem(str(path), None, None, f"unknown format {fmt!r} (csv, parquet, jsonl)")])
-        return fmt
-    f = FORMATS.get(path.suffix.lower())
+    f = format_named(path, fmt)
+    if f is None and fmt:
+        raise IngestError([Problem(str(path), None, None, f"unknown format {fmt!r} (csv, parquet, jsonl)")])
     if f is None:
+        suffix = plain_suffix(path) or path.suffix
         raise IngestError([Problem(str(path), None, None,
-                                   f"cannot tell the format from the extension {path.suffix!r}; use --format")])
+                                   f"cannot tell the format from the extension {suffix!r}; use --format")])
     return f
 
 
@@ -48,7 +57,7 @@ def _csv_header(src: _Source) -> list[Problem]:
     DuckDB's reader takes them) within the first MiB; a longer first line is a problem."""
     import csv
 
-    with src.path.open("rb") as fh:
+    with src.read_path.open("rb") as fh:
         head = fh.read(MAX_LINE_BYTES + 1)
     if not head.strip():
         return [Problem(src.label, None, None, "file is empty: expected a header line and rows")]
@@ -80,23 +89,6 @@ def _csv_header(src: _Source) -> list[Problem]:
                                             "expected column names (is this a CSV file?)")]
     src.columns = [c.strip() for c in fields]
     return []
-
-
-#: Characters DuckDB expands in a file name (glob patterns).
-GLOB_CHARS = frozenset("*?[]{}")
-
-
-def readable_path(path: Path, link_dir: Path | None) -> Path:
-    """`path`, or when its name holds a glob character, a symbolic link to it in `link_dir` under a
-    plain name, so that DuckDB reads exactly that one file."""
-    if not GLOB_CHARS & set(str(path)) or link_dir is None:
-        return path
-    link_dir.mkdir(parents=True, exist_ok=True)
-    suffix = "" if GLOB_CHARS & set(path.suffix) else path.suffix
-    link = link_dir / f"source-{hashlib.sha256(str(path).encode()).hexdigest()[:16]}{suffix}"
-    link.unlink(missing_ok=True)
-    link.symlink_to(path.resolve())
-    return link
 
 
 def long_line(path: Path, limit: int = MAX_LINE_BYTES) -> tuple[int, int] | None:
@@ -156,21 +148,108 @@ def _line_around(fh, pos: int, size: int, limit: int) -> tuple[int, int] | None:
     return lines, end - start
 
 
-def line_ends(data: bytes) -> int:
-    """Line ends in `data` as CSV readers count them: LF, CRLF and a lone CR each end a line."""
-    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
-
-
 def _jsonl_keys(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Problem]:
-    if src.path.stat().st_size == 0:
-        return [Problem(src.label, None, None, "file is empty: expected one JSON object per line")]
+    if src.read_path.stat().st_size == 0:
+        return [Problem(src.label, None, None, "file is empty: expected JSON objects (one per line, or an array of "
+                                               "them)")]
+    reader = json_reader(src.read_path, src.shape, MAX_LINE_BYTES)
+    # One pass: the keys, and a mark for a record that is not an object (an element 5 of an array) or
+    # longer than a row may be (an object of an array: JSON Lines were held to it line by line)
+    not_row = {_NOT_AN_OBJECT: "json_type(json) <> 'OBJECT'"}
+    if src.shape != "lines":
+        not_row[_TOO_LONG] = f"strlen(CAST(json AS VARCHAR)) > {MAX_LINE_BYTES}"
+    marks = " ".join(f"WHEN {cond} THEN [{lit(mark)}]" for mark, cond in not_row.items())
     try:
-        rows = con.execute(f"SELECT DISTINCT unnest(json_keys(json)) FROM read_ndjson_objects({lit(str(src.read_path))}, "
-                           f"maximum_object_size={MAX_LINE_BYTES})").fetchall()
+        rows = con.execute(f"SELECT DISTINCT unnest(CASE {marks} ELSE json_keys(json) END) FROM {reader}").fetchall()
     except duckdb.Error as e:
-        return [Problem(src.label, None, None, f"not JSON Lines: {_first_line(e)}")]
-    src.columns = sorted(r[0] for r in rows)
+        return [unreadable_json(src.read_path, src.label, src.shape, MAX_LINE_BYTES, e)]
+    keys = {r[0] for r in rows}
+    if keys & set(not_row):
+        n, object_ = con.execute(f"SELECT n, json_type(json) = 'OBJECT' FROM (SELECT row_number() OVER () AS n, json "
+                                 f"FROM {reader}) WHERE {' OR '.join(not_row.values())} ORDER BY n LIMIT 1").fetchone()
+        said = (f"a JSON object longer than {MAX_LINE_BYTES} bytes" if object_ else
+                "not a JSON object: one row is one object {...}")
+        return [Problem(src.label, json_record_line(src.read_path, src.label, src.shape, n), None, said)]
+    if not keys and not con.execute(f"SELECT count(*) FROM {reader}").fetchone()[0]:
+        return [Problem(src.label, None, None, "no rows: the file holds no JSON object")]
+    src.columns = sorted(keys)
     return []
+
+
+_NOT_AN_OBJECT, _TOO_LONG = "\x00not an object", "\x00too long"
+
+
+def unreadable_json(path: Path, label: str, shape: str, limit: int, e: BaseException) -> Problem:
+    """The problem of a JSON file DuckDB refused, in the ledger's words: the first place that is not
+    JSON of its shape (file, line, column; ``shapes.json_problem``), DuckDB's message only when none
+    is found."""
+    found = json_problem(path, label, shape, limit)
+    return found or Problem(label, None, None, f"cannot read it as JSON: {_first_line(e)}")
+
+
+def unreadable_csv(path: Path, label: str, e: BaseException) -> Problem:
+    """The problem of a CSV file DuckDB refused (an adapter's source, a bill: read without the plain
+    ingest's rejects), in the ledger's words: its first record that is not CSV with the header's
+    fields (a quote never closed, more or fewer fields, bytes that are not UTF-8), at its physical
+    line; DuckDB's message only when none is found."""
+    import csv
+
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, MAX_LINE_BYTES + 1))
+    line = 1
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, strict=True)
+            width = len(next(reader, []))
+            line = reader.line_num + 1
+            for record in reader:
+                if record and len(record) != width:
+                    what = "more" if len(record) > width else "fewer"
+                    return Problem(label, line, None, f"{what} fields than the header has")
+                line = reader.line_num + 1
+    except csv.Error as err:
+        quote = "unexpected end of data" in str(err) or "EOF" in str(err)
+        return Problem(label, line, None, "a quote that is never closed" if quote else f"not CSV ({err})")
+    except UnicodeDecodeError:
+        return Problem(label, line, None, "bytes that are not UTF-8")
+    finally:
+        csv.field_size_limit(limit)
+    return Problem(label, None, None, f"cannot read it as CSV: {_first_line(e)}")
+
+
+def match_columns(label: str, line: int | None, found: list[str], expected: list[str]
+                  ) -> tuple[dict[str, str], list[Problem]]:
+    """Column names as a file spells them -> the expected names they stand for: the same name, or the
+    same but for case when exactly one expected name is (``Tenant``, ``BILLEDCOST``). Names of the file
+    that differ only in case and stand for one column are ambiguous: a problem on each one in another
+    case, naming the other (``Tenant: the file also has the column 'tenant'``); so is a name that
+    matches two expected names but for case. Names matching nothing are left out (unknown)."""
+    want: dict[str, list[str]] = {}
+    for e in expected:
+        want.setdefault(e.casefold(), []).append(e)
+    groups: dict[str, list[str]] = {}
+    for f in dict.fromkeys(found):
+        groups.setdefault(f.casefold(), []).append(f)
+    out, problems = {}, []
+    for fold, names in groups.items():
+        targets = want.get(fold)
+        if not targets:
+            continue
+        if len(names) > 1:
+            kept = next((n for n in names if n in targets), names[0])
+            problems += [Problem(label, line, other, f"the file also has the column {kept!r}: names that differ "
+                                                     "only in case are ambiguous (keep one)")
+                         for other in names if other != kept]
+            continue
+        name = names[0]
+        if name in targets:
+            out[name] = name
+        elif len(targets) == 1:
+            out[name] = targets[0]
+        else:
+            problems.append(Problem(label, line, name, f"matches {' and '.join(targets)} but for case: write it as "
+                                                       "one of them"))
+    return out, problems
 
 
 # Parquet timestamps that are not UTC-adjusted (those read as TIMESTAMP WITH TIME ZONE or TIMESTAMPTZ_NS)
@@ -184,7 +263,8 @@ def _parquet_columns(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Probl
         rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(src.read_path))})").fetchall()
     except duckdb.Error as e:
         return [Problem(src.label, None, None, f"not a Parquet file: {_first_line(e)}")]
-    src.types = {r[0]: r[1] for r in rows}
+    names = parquet_names(con, src.read_path, [r[0] for r in rows])
+    src.types = {n: r[1] for n, r in zip(names, rows)}
     src.columns = list(src.types)
     out = []
     for c, t in src.types.items():
@@ -194,6 +274,29 @@ def _parquet_columns(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Probl
             out.append(Problem(src.label, None, c, f"is a {t.split('(')[0]} column: expected text, a number or "
                                                    "an instant, one value per row"))
     return out
+
+
+def parquet_names(con: duckdb.DuckDBPyConnection, path: Path, described: list[str]) -> list[str]:
+    """A Parquet file's top-level column names as the file writes them (`described`: as DuckDB names
+    them, which renames a second ``tenant`` beside ``Tenant`` to ``tenant_1``): read from its schema,
+    whose elements come depth first after the root (each with its number of children)."""
+    try:
+        schema = con.execute(f"SELECT name, num_children FROM parquet_schema({lit(str(path))})").fetchall()
+    except duckdb.Error:
+        return described
+    names, i = [], 1
+
+    def skip(k: int) -> int:  # past the element at k and everything under it
+        children = schema[k][1] or 0
+        k += 1
+        for _ in range(children):
+            k = skip(k)
+        return k
+
+    while i < len(schema):
+        names.append(schema[i][0])
+        i = skip(i)
+    return names if len(names) == len(described) else described
 
 
 #: Parquet column types whose values have one text form: text, numbers, instants (dates and
@@ -230,18 +333,18 @@ def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
                          f"NULL::{'VARCHAR' if as_text else file_type(kind, c.name)} AS {name}")
         line = "row_number() OVER () + 1 AS _line, " if with_line else ""
     elif src.fmt == "jsonl":
-        base = f"read_ndjson_objects({path}, maximum_object_size={MAX_LINE_BYTES})"
+        base = json_reader(src.read_path, src.shape, MAX_LINE_BYTES)
         texts = []
         for c in spec.columns:
-            p = lit("$." + json.dumps(c.name))
+            p = lit("$." + json.dumps(src.spelled(c.name)))
             texts += [f"json_extract_string(json, {p}) AS {q(c.name + '__text')}",
                       f"json_type(json, {p}) AS {q(c.name + '__jtype')}"]
         texts += [f"{jsonl_row_problem('json')} AS _jsonl_problem"]
         line = "row_number() OVER () AS _line, " if with_line else ""
     else:
         base = f"read_parquet({path})"
-        texts = [f"{q(c.name)} AS {q(c.name + '__direct')}" if c.name in direct else
-                 f"CAST({q(c.name)} AS VARCHAR) AS {q(c.name + '__text')}" if c.name in present
+        texts = [f"{q(src.spelled(c.name))} AS {q(c.name + '__direct')}" if c.name in direct else
+                 f"CAST({q(src.spelled(c.name))} AS VARCHAR) AS {q(c.name + '__text')}" if c.name in present
                  else f"NULL::VARCHAR AS {q(c.name + '__text')}" for c in spec.columns]
         line = "row_number() OVER () AS _line, " if with_line else ""
     outer = ["_line"] if with_line else []
@@ -273,10 +376,11 @@ _JSON_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
 
 def jsonl_row_problem(col: str) -> str:
-    """SQL: NULL for a good JSON Lines object in the text column `col`, else what is wrong with it:
-    a key given twice (JSON readers disagree on which value wins), a trailing comma (not JSON),
-    or a number that a double cannot hold exactly as written (an exponent, or more than 15
-    significant digits: ``1e-400`` would read as 0), which must be written as a string."""
+    """SQL: NULL for a good JSON object (a row, in any JSON shape) in the text column `col`, else what
+    is wrong with it: a key given twice (JSON readers disagree on which value wins), a trailing comma
+    (not JSON), or a number that a double cannot hold exactly as written (an exponent, or more than
+    15 significant digits: ``1e-400`` would read as 0), which must be written as a string. (A record
+    that is not an object, or longer than a row may be, was refused with the file's keys.)"""
     bare = f"regexp_replace({col}, {lit(_JSON_STRING)}, '\"\"', 'g')"
     numbers = f"regexp_extract_all({bare}, {lit(_JSON_NUMBER)})"
     inexact = (f"list_bool_or(list_transform({numbers}, lambda n: regexp_matches(n, '[eE]') OR (contains(n, '.') AND "
@@ -325,8 +429,10 @@ def parquet_direct(kind: str, types: dict[str, str]) -> set[str]:
     return out
 
 
-def _open_sources(con, kind: str, paths: list[Path], fmt: str | None, link_dir: Path | None = None) -> list[_Source]:
-    """Each file's format and columns; unknown and missing columns are problems (raised together)."""
+def _open_sources(con, kind: str, paths: list[Path], fmt: str | None, link_dir: Path) -> list[_Source]:
+    """Each file's format and columns; unknown and missing columns are problems (raised together).
+    `link_dir` is the ingest's scratch folder: links to files whose names hold glob characters and the
+    unpacked copies of gzip files (``shapes``) go there."""
     spec = facts.KINDS[kind]
     sources, problems = [], []
     for p in paths:
@@ -335,27 +441,47 @@ def _open_sources(con, kind: str, paths: list[Path], fmt: str | None, link_dir: 
             problems.append(Problem(label, None, None, "no such file"))
             continue
         try:
-            src = _Source(path=p, label=label, fmt=_format_of(p, fmt), columns=[], read_path=readable_path(p, link_dir))
+            f = _format_of(p, fmt)
+            data = readable(p, label, f, link_dir)
         except IngestError as e:
             problems.extend(e.problems)
             continue
-        long = long_line(p) if src.fmt in ("csv", "jsonl") else None
+        src = _Source(path=p, label=label, fmt=f, columns=[], read_path=data.path, compressed=data.gzip,
+                      shape=data.shape)
+        long = long_line(src.read_path) if f == "csv" or src.shape == "lines" else None
         if long:
             problems.append(Problem(label, long[0], None, f"line longer than {MAX_LINE_BYTES} bytes ({long[1]} bytes)"))
             continue
         probs = (_csv_header(src) if src.fmt == "csv" else
                  _jsonl_keys(con, src) if src.fmt == "jsonl" else _parquet_columns(con, src))
         if not probs:
-            line = 1 if src.fmt == "csv" else None
-            names = set(spec.names)
-            probs += [Problem(label, line, c, f"unknown column (expected: {', '.join(spec.names)})")
-                      for c in src.columns if c not in names]
-            probs += [Problem(label, line, c.name, "required column is missing")
-                      for c in spec.columns if c.required and c.name not in src.columns]
-            if len(set(src.columns)) != len(src.columns):
-                probs.append(Problem(label, line, None, "a column name appears twice in the header"))
+            probs = _columns_of_kind(spec, src)
         problems.extend(probs)
         sources.append(src)
     if problems:
         raise IngestError(problems)
     return sources
+
+
+def _columns_of_kind(spec, src: _Source) -> list[Problem]:
+    """Match the file's columns to the kind's (exactly, or but for case: ``match_columns``), then name
+    every unknown and missing column; the file's columns become the kind's names (the file's own
+    spelling kept in ``src.names``)."""
+    line = 1 if src.fmt == "csv" else None
+    matched, probs = match_columns(src.label, line, src.columns, list(spec.names))
+    ambiguous = {c for c in src.columns if c not in matched and c.casefold() in {n.casefold() for n in spec.names}}
+    probs += [Problem(src.label, line, c, f"unknown column (expected: {', '.join(spec.names)})")
+              for c in dict.fromkeys(src.columns) if c not in matched and c not in ambiguous]
+    if len(set(src.columns)) != len(src.columns):
+        probs.append(Problem(src.label, line, None, "a column name appears twice in the header"))
+    src.names = {ours: theirs for theirs, ours in matched.items() if ours != theirs}
+    src.columns = [matched.get(c, c) for c in src.columns]
+    src.types = {matched.get(c, c): t for c, t in src.types.items()}
+    probs += [Problem(src.label, line, c.name, "required column is missing")
+              for c in spec.columns if c.required and c.name not in src.columns and not _named_in(probs, c.name)]
+    return probs
+
+
+def _named_in(problems: list[Problem], column: str) -> bool:
+    """True when a problem already names a spelling of `column` (an ambiguous one): it is not also missing."""
+    return any(p.column and p.column.casefold() == column.casefold() for p in problems)

@@ -6,8 +6,12 @@ from pathlib import Path
 
 from ..facts_layout import FACT_PARQUET
 
+#: Extension -> format (a ``.gz`` after it is gzip, told by the file's bytes: ledger.ingest.shapes).
+#: JSON of every shape (JSON Lines, an array of objects, objects over many lines) is the format ``jsonl``.
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl"}
+#: What ``--format`` takes: a format, or ``json`` for jsonl.
+FORMAT_NAMES = {"csv": "csv", "parquet": "parquet", "jsonl": "jsonl", "json": "jsonl"}
 MAX_PROBLEMS = 50
 MAX_LINE_BYTES = 1 << 20
 ADJUSTABLE = ("requests", "meters", "outcomes", "bill")
@@ -93,10 +97,26 @@ class _Source:
     read_path: Path | None = None
     #: The file the batch records instead, when this one was converted from it (see commit.ingest).
     origin: dict | None = None
+    #: The file was gzip-compressed: `read_path` is its unpacked copy (ledger.ingest.shapes).
+    compressed: bool = False
+    #: JSON: ``lines`` (JSON Lines), ``array`` (an array of objects) or ``documents`` (objects over
+    #: many lines), as ledger.ingest.shapes tells them; None for CSV and Parquet.
+    shape: str | None = None
+    #: Ledger column -> the column's name as the file spells it, where it differs (another case).
+    names: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.read_path is None:
             self.read_path = self.path
+
+    @property
+    def recorded_format(self) -> str:
+        """The format a batch records for the file: ``csv``, or ``csv.gz`` when it came compressed."""
+        return self.fmt + (".gz" if self.compressed else "")
+
+    def spelled(self, column: str) -> str:
+        """A ledger column's name as the file spells it."""
+        return self.names.get(column, column)
 
 
 def _first_line(e: BaseException) -> str:

@@ -10,6 +10,8 @@ from babel.numbers import list_currencies
 from .. import facts, names, store, units
 from .checks import Check, lit, q, said, show
 from .opening import _read_select, line_ends
+from .shapes import MAX_OBJECT_BYTES, json_scan
+from .shapes import lines as _lines
 from .records import ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, Problem, _Source
 from .staging import _pq, _typed_cols
 
@@ -157,7 +159,9 @@ def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
     counts lines as DuckDB's reader ends them (LF, CRLF, a lone CR)."""
     if src.fmt == "parquet" or not numbers:
         return {n: n for n in numbers}
-    with src.path.open("rb") as fh:
+    if src.shape in ("array", "documents"):  # JSON over many lines: the line each object starts on
+        return json_scan(src.read_path, src.label, src.shape, MAX_OBJECT_BYTES, set(numbers))
+    with src.read_path.open("rb") as fh:
         ends, last = 0, b""
         while chunk := fh.read(1 << 22):
             ends += line_ends(last[-1:] + chunk) - line_ends(last[-1:])
@@ -171,7 +175,7 @@ def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
         limit = csv.field_size_limit()
         csv.field_size_limit(max(limit, MAX_LINE_BYTES + 1))
         try:
-            with src.path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:
+            with src.read_path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:
                 reader, n, before = csv.reader(fh), 0, 0
                 for rec in reader:
                     if rec:
@@ -184,7 +188,7 @@ def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
         finally:
             csv.field_size_limit(limit)
         return out
-    with src.path.open("rb") as fh:
+    with src.read_path.open("rb") as fh:
         n = 0
         for i, line in enumerate(_lines(fh), start=1):
             if line.strip():
@@ -194,20 +198,6 @@ def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
                     if len(out) == len(want):
                         break
     return out
-
-
-def _lines(fh):
-    """Lines of a binary file ended by LF, CRLF or a lone CR."""
-    rest = b""
-    while chunk := fh.read(1 << 22):
-        data, hold = rest + chunk, b""
-        if data.endswith(b"\r"):  # may be the first half of a CRLF: decided with the next chunk
-            data, hold = data[:-1], b"\r"
-        parts = re.split(rb"\r\n|\n|\r", data)
-        rest = parts.pop() + hold
-        yield from parts
-    if rest:
-        yield rest.rstrip(b"\r")
 
 
 def lines_at_bytes(path: Path, positions: list[int]) -> dict[int, int]:

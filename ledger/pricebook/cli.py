@@ -12,6 +12,7 @@ from rich.text import Text
 from .. import store
 from ..console import Ledger, fail, one_format, out, parse_instant, plural, print_csv, print_json
 from ..formats import unit_cost
+from ..hints import lines_of, say
 from ..tables import FitTable
 from . import PriceIndex, cross_book_problems, default_paths, load_books
 
@@ -142,6 +143,8 @@ PRICE_COLUMNS = ("meter", "sku", "region", "purchase_option", "provider", "price
 
 
 import_app = typer.Typer(help="Write price books from a maintained price list.", no_args_is_help=True)
+#: How `ledger pricebook import` words the hints of what the library says (:mod:`ledger.hints`).
+IMPORT_NAMES = {"providers": "--providers takes", "force": "give --force to replace it"}
 pricebook_app.add_typer(import_app, name="import")
 
 
@@ -149,17 +152,23 @@ pricebook_app.add_typer(import_app, name="import")
 def pricebook_import_genai_prices(
         providers: str = typer.Option("openai,anthropic,google", "--providers",
                                       help="genai-prices provider ids, comma-separated"),
-        out_dir: Path = typer.Option(Path("pricebooks"), "--out", help="folder to write the books to"),
+        out_dir: Path = typer.Option(Path("pricebooks"), "--out", help="folder to write the books to (created when "
+                                                                       "it does not exist)"),
+        force: bool = typer.Option(False, "--force", help="replace a file of the same name that this import did not "
+                                                          "write (a hand-written book, or an imported one edited since)"),
         as_json: bool = typer.Option(False, "--json", help="what was written, as JSON")) -> None:
-    """One dated book per provider from the genai-prices package's bundled data (no network)."""
+    """One dated book per provider from the genai-prices package's bundled data (no network). A file
+    of the same name that the import did not write is refused unless --force."""
     from ..outputs import OutputError
     from .genai_prices import GenaiPricesError, build_books, write_books
 
     try:
         books = build_books(providers.split(","), on=datetime.now(timezone.utc).date())
-        paths = write_books(books, out_dir)
+        paths = write_books(books, out_dir, force=force)
     except (GenaiPricesError, OutputError) as e:
-        fail(str(e))
+        fail([line for said in say(lines_of(e), IMPORT_NAMES) for line in said.splitlines()])
+    except OSError as e:
+        fail(f"cannot write the books to {out_dir}: {e.strerror or e}")
     rows = [b.summary(p) for b, p in zip(books, paths)]
     if as_json:
         print_json({"books": rows})

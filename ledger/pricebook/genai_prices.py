@@ -32,6 +32,7 @@ cannot store exactly (more than 12 decimal places: never rounded).
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -40,8 +41,9 @@ from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
 
+from ..hints import Hint, Hinted
 from ..names import name_problem
-from ..outputs import check_outputs, write_output
+from ..outputs import OutputError, check_output_folder, check_outputs, write_output
 from .parse import parse_book
 from .records import MONEY_PLACES, SERVICE_TIERS
 
@@ -77,7 +79,11 @@ assert set(TIER_CONTEXTS.values()) <= set(SERVICE_TIERS)
 
 
 class GenaiPricesError(ValueError):
-    """An import that cannot be done; the message is one line."""
+    """An import that cannot be done: `problems` holds one line per problem (the message is their lines)."""
+
+    def __init__(self, problems: Sequence[str] | str):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,8 @@ def build_books(providers: Sequence[str], *, on: date) -> list[ImportedBook]:
     by_id = {p.id: p for p in data}
     wanted = list(dict.fromkeys(p.strip() for p in providers if p.strip()))
     if not wanted:
-        raise GenaiPricesError("no provider given: --providers takes genai-prices ids such as openai,anthropic")
+        raise GenaiPricesError(Hinted("no provider given: ", Hint("providers", "give"),
+                                      " genai-prices ids such as openai,anthropic"))
     unknown = [p for p in wanted if p not in by_id]
     if unknown:
         raise GenaiPricesError(f"unknown genai-prices provider {', '.join(map(repr, unknown))}: "
@@ -153,15 +160,69 @@ def build_books(providers: Sequence[str], *, on: date) -> list[ImportedBook]:
     return books
 
 
-def write_books(books: Iterable[ImportedBook], out: str | Path) -> list[Path]:
-    """Write each book to ``<out>/<name>.toml`` atomically; every path is guarded first (none may
-    be the ledger's DB or inside its facts), so a refused path writes nothing."""
+#: The last line of a book the import writes: the SHA-256 of every line above it, so that a later
+#: import knows the file is still what it wrote (and replaces it) or was edited (and refuses).
+SEAL = "# ledger pricebook import genai-prices: sha256 of the lines above "
+_SEAL = re.compile(re.escape(SEAL) + r"([0-9a-f]{64})\n?\Z")
+#: The first line of the books an import wrote before the seal existed.
+_LEGACY_HEAD = f"# Generated from {PACKAGE} "
+
+
+def sealed(text: str) -> str:
+    """`text` with the :data:`SEAL` line of its SHA-256 at the end."""
+    return f"{text}{SEAL}{hashlib.sha256(text.encode('utf-8')).hexdigest()}\n"
+
+
+def written_by_import(text: str) -> bool:
+    """Whether `text` is a book this import wrote and nobody changed since: its seal matches the
+    lines above it (a book written before the seal existed: it starts with the import's header)."""
+    m = _SEAL.search(text)
+    if m is None:
+        return text.startswith(_LEGACY_HEAD) and SEAL not in text
+    return hashlib.sha256(text[:m.start()].encode("utf-8")).hexdigest() == m.group(1)
+
+
+def _not_ours(target: Path) -> bool:
+    """A regular file at `target` that this import did not write, or that was changed since."""
+    if not target.is_file():
+        return False
+    try:
+        return not written_by_import(target.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def write_books(books: Iterable[ImportedBook], out: str | Path, *, force: bool = False) -> list[Path]:
+    """Write each book to ``<out>/<name>.toml`` atomically, creating the folder `out` when it does
+    not exist yet. Every path is guarded first (none may be the ledger's DB or inside its facts),
+    and a file of the same name that this import did not write (a hand-written book, or an imported
+    one edited since) is refused, one line each, unless `force`: a refusal writes nothing."""
     books = list(books)
     folder = Path(out)
-    if not folder.is_dir():
-        raise GenaiPricesError(f"cannot write to {out}: no such folder")
-    targets = check_outputs(folder / f"{b.name}.toml" for b in books)
-    return [write_output(t, b.text) for t, b in zip(targets, books)]
+    try:
+        check_output_folder(folder)
+    except OutputError as e:
+        raise GenaiPricesError(str(e)) from None
+    names = [folder / f"{b.name}.toml" for b in books]
+    theirs = [] if force else [p for p in names if _not_ours(p)]
+    if theirs:
+        raise GenaiPricesError([
+            Hinted(f"refusing to overwrite {p}: it is not a book this import wrote (hand-written, or edited since it "
+                   "was imported); move it, or ", Hint("force", "replace it on purpose")) for p in theirs])
+    if not books:
+        return []
+    made = [] if folder.is_dir() else [d for d in (folder, *folder.parents) if not d.exists()][::-1]
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        targets = check_outputs(names)
+        return [write_output(t, b.text) for t, b in zip(targets, books)]
+    except BaseException:
+        for d in reversed(made):  # the folders this import created, left as they were: absent
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
 
 
 # ---- one provider ---------------------------------------------------------------------------------
@@ -332,7 +393,7 @@ def _provider_book(provider, data, owner, types, pkg_version: str, on: date) -> 
         blocks.append(head + (f"; not imported: {', '.join(unmapped)}" if unmapped else "") + "\n"
                       + "".join(_price_toml(e, provider.id) for e in entries))
     book.models = len({id(skus[e.sku]) for e in book.entries})
-    book.text = _header(book, provider, pkg_version, on) + "\n".join(blocks)
+    book.text = sealed(_header(book, provider, pkg_version, on) + "\n".join(blocks))
     return book
 
 

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
+from .. import tomlfile
 from .parse import _overlaps, parse_book
 from .records import Book, FxRate, NoPriceError, Price, Problem, located
 
@@ -39,9 +40,12 @@ def load_books(paths: Sequence[str | Path]) -> tuple[list[Book], list[Problem]]:
     books: list[Book] = []
     for f in files:
         try:
-            text = f.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
+            text = tomlfile.read_text(f)
+        except OSError as e:
             problems.append(Problem(str(f), "", f"cannot read: {e}"))
+            continue
+        except tomlfile.TomlError as e:  # not UTF-8: the line and column of the first bad byte
+            problems.append(Problem(str(f), "", e.message, e.line, e.column))
             continue
         book, probs = parse_book(text, str(f))
         problems.extend(probs)

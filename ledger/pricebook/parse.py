@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import date, datetime, time, timezone
@@ -16,7 +15,7 @@ from decimal import Decimal, localcontext
 
 from babel.numbers import list_currencies
 
-from .. import units
+from .. import tomlfile, units
 from ..money import MoneyError, quantize, to_decimal
 from ..names import CONTROL_CLASS, name_problem
 from .records import (BOOK_FIELD_LIMITS, EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, MONEY_INTEGER_DIGITS,
@@ -118,9 +117,9 @@ def _parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
             err("", f"the {what} is not UTF-8 (a lone surrogate at character {e.start + 1})")
             return None, problems
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        err("", f"not valid TOML: {e}")
+        doc = tomlfile.loads(text, path)
+    except tomlfile.TomlError as e:  # a syntax error, or values nested too deep: its line and column
+        problems.append(Problem(path, "", e.message, e.line, e.column))
         return None, problems
     head = doc.get("book")
     if not isinstance(head, dict):

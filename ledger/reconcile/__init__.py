@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import config
+from ..hints import Hint, Hinted
 from .billmap import (MAPPED_CATEGORIES, MATCH, SECTIONS, BillMap, ReconcileError, Rule, load_map,
                       map_from_bytes)
 from .bills import RESOURCE_KINDS, Bill, Billed, Resource, Unmatched, read_bill
@@ -33,8 +34,8 @@ def map_for(path: str | Path | None) -> BillMap:
     if path is None:
         path = default_map_path()
         if not path.is_file():
-            raise ReconcileError(f"no bill map: name one with --bill-map MAP.toml (or keep it as {path}); "
-                                 "docs/reconcile.md shows how to write one")
+            raise ReconcileError(Hinted("no bill map: ", Hint("bill_map", "name one"), f" (or keep it as {path}); "
+                                        "docs/reconcile.md shows how to write one"))
     return load_map(path)
 
 

@@ -30,10 +30,11 @@ matches is *unmatched*: listed with its cost, never dropped.
 from __future__ import annotations
 
 import hashlib
-import tomllib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import tomlfile
 from ..allocate import CATEGORIES
 from ..ingest.checks import lit, q
 
@@ -64,7 +65,8 @@ MAPPED_CATEGORIES = tuple(c for c in CATEGORIES if c not in ("gpu", "provider_to
 class Rule:
     """One rule: `kind` (pool | provider | category), the `target` name, `conditions` as
     ``(ledger bill column, glob)`` pairs, `tags` as ``(tag key, glob)`` pairs, `extras` as
-    ``(x_ column, glob)`` pairs, and `label`, where it is written (``pools[2]``, counting from 1)."""
+    ``(x_ column, glob)`` pairs, `label`, where it is written (``pools[2]``, counting from 1), and
+    `line`, the map's line that names its target (its ``pool = ...``; None when not found)."""
 
     kind: str
     target: str
@@ -72,6 +74,11 @@ class Rule:
     tags: tuple[tuple[str, str], ...]
     label: str
     extras: tuple[tuple[str, str], ...] = ()
+    line: int | None = None
+
+    def where(self, path: str) -> str:
+        """``map.toml:5: pools[1]``: the map, the line and the rule, as a problem names them."""
+        return f"{path}:{self.line}: {self.label}" if self.line else f"{path}: {self.label}"
 
     def sql(self) -> str:
         """SQL true for a bill row (the columns of the ``bill`` kind) that this rule places."""
@@ -112,13 +119,48 @@ def load_map(path: str | Path) -> BillMap:
 def map_from_bytes(raw: bytes, name: str) -> BillMap:
     """A map from its bytes (a file's, an upload's) named `name`; ReconcileError as :func:`load_map`."""
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ReconcileError(f"{name}: not a TOML file: {e}") from None
+        doc = tomlfile.loads_bytes(raw, name)
+    except tomlfile.TomlError as e:  # not UTF-8, a syntax error, values nested too deep: line and column
+        raise ReconcileError(str(e)) from None
     rules, problems = parse_rules(doc, name)
     if problems:
         raise ReconcileError(problems)
+    lines = rule_lines(raw.decode("utf-8", errors="replace"))
+    rules = [replace(r, line=lines.get(r.label)) for r in rules]
     return BillMap(path=name, sha256=hashlib.sha256(raw).hexdigest(), rules=tuple(rules))
+
+
+_HEADER = re.compile(r"""^\s*\[\[\s*(?:"(\w+)"|'(\w+)'|(\w+))\s*\]\]""")
+_TABLE = re.compile(r"^\s*\[")
+
+
+def rule_lines(text: str) -> dict[str, int]:
+    """``{rule label: line}``: the line naming each ``[[pools]]`` (``[[providers]]``,
+    ``[[categories]]``) rule's target (``pool = "..."``), else its ``[[...]]`` header line. Read from
+    the text, as TOML parsers keep no lines: a rule written in an inline array has none."""
+    out: dict[str, int] = {}
+    seen = {section: 0 for section in SECTIONS}
+    current: tuple[str, str] | None = None
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _HEADER.match(line)
+        if m:
+            section = next(g for g in m.groups() if g)
+            if section in SECTIONS:
+                seen[section] += 1
+                current = (section, f"{section}[{seen[section]}]")
+                out[current[1]] = n
+            else:
+                current = None
+            continue
+        if _TABLE.match(line):
+            current = None
+            continue
+        if current is not None:
+            key = SECTIONS[current[0]]
+            if re.match(rf"""^\s*(?:{key}|"{key}"|'{key}')\s*=""", line):
+                out[current[1]] = n
+                current = None
+    return out
 
 
 def parse_rules(doc: dict, where: str) -> tuple[list[Rule], list[str]]:

@@ -45,7 +45,9 @@ class Resource:
 class Billed:
     """What the bill says a resource cost in the period, in the run's currency at 1e-6: `effective`
     (compared), `billed_cost` and `list_cost`, `corrections` (the effective cost of its
-    ``ChargeClass = Correction`` rows, part of `effective`), `rows` and the `rules` that placed them."""
+    ``ChargeClass = Correction`` rows, part of `effective`), `rows`, the `rules` that placed them, and
+    `hours`: the UTC hours of the period (epoch hours) its ``Usage`` rows cover
+    (:mod:`ledger.reconcile.coverage`)."""
 
     effective: Decimal
     billed_cost: Decimal
@@ -53,6 +55,7 @@ class Billed:
     corrections: Decimal
     rows: int
     rules: tuple[str, ...]
+    hours: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,10 @@ def _placed(con, bill_map: BillMap, start: datetime, end: datetime, currency: st
         _add(rows, n, bill_map, placed, loose, prices, currency, start, problems)
     if problems:
         raise ReconcileError(sorted(problems.values()))
+    hours = _usage_hours(con, bill_map, start, end)
     resources = {res: Billed(effective=quantize(a[0]), billed_cost=quantize(a[1]), list_cost=quantize(a[2]),
-                             corrections=quantize(a[3]), rows=a[4], rules=tuple(sorted(a[5])))
+                             corrections=quantize(a[3]), rows=a[4], rules=tuple(sorted(a[5])),
+                             hours=frozenset(hours.get(res, ())))
                  for res, a in sorted(placed.items())}
     unmatched = sorted((Unmatched(key=k, rows=a[2], effective=quantize(a[0]), billed_cost=quantize(a[1]),
                                   corrections=a[3]) for k, a in loose.items()),
@@ -155,6 +160,32 @@ def _placed(con, bill_map: BillMap, start: datetime, end: datetime, currency: st
     total = con.execute("SELECT count(*) FROM b").fetchone()[0]
     return Bill(start=start, end=end, currency=currency, resources=resources, unmatched=tuple(unmatched),
                 batches=batches, rows=total, notes=_restated(con, batches))
+
+
+HOUR_S = 3600
+
+
+def hours_sql(first: str, last: str, lo: str, hi: str) -> str:
+    """SQL: the epoch hours (whole UTC hours since 1970) ``[first, last)`` touches within ``[lo, hi)``,
+    one row each (``unnest``): an hour counts when any part of it is in the span."""
+    a, b = f"greatest({first}, {lo})", f"least({last}, {hi})"
+    return (f"unnest(range(CAST(floor(epoch({a}) / {HOUR_S}) AS BIGINT), "
+            f"CAST(ceil(epoch({b}) / {HOUR_S}) AS BIGINT)))")
+
+
+def _usage_hours(con, bill_map: BillMap, start: datetime, end: datetime) -> dict[Resource, set[int]]:
+    """The epoch hours of ``[start, end)`` the charge periods of each resource's ``Usage`` rows cover
+    (the hours the bill bills usage of it in; a fee, tax or credit row covers none)."""
+    lo, hi = (lit(t.astimezone(timezone.utc).isoformat()) + "::TIMESTAMPTZ" for t in (start, end))
+    rows = con.execute(f"SELECT DISTINCT _rule, h FROM (SELECT _rule, "
+                       f"{hours_sql('charge_period_start', 'charge_period_end', lo, hi)} AS h FROM b "
+                       f"WHERE _rule IS NOT NULL AND charge_category = 'Usage' AND charge_period_start < {hi} "
+                       f"AND charge_period_end > {lo})").fetchall()
+    out: dict[Resource, set[int]] = defaultdict(set)
+    for rule, hour in rows:
+        r = bill_map.rules[rule]
+        out[Resource(r.kind, r.target)].add(hour)
+    return out
 
 
 def _add(rows, n: int, bill_map: BillMap, placed: dict, loose: dict, prices: PriceIndex | None, currency: str,

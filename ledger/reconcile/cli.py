@@ -1,14 +1,20 @@
 """The `reconcile` command: a period's priced cost beside the cloud bill (docs/reconcile.md)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from .. import console, runs
+from ..hints import say
 from . import ReconcileError, map_for, reconcile_run
 from .render import reconciliation_as_csv, reconciliation_as_json, reconciliation_as_table
+
+#: How `ledger reconcile` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
+NAMES = {"bill_map": "name one with --bill-map MAP.toml", "true_up": "`allocate --true-up`",
+         "all_rows": "--json or --csv lists all"}
 
 
 def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
@@ -48,11 +54,14 @@ def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="c
                                 start=run.period_start, end=run.period_end, bill_map=bill_map,
                                 created_at=run.created_at)
     except ReconcileError as e:
-        console.fail(e.problems)
+        console.fail(say(e.problems, NAMES))
     except runs.RunError as e:
         console.fail(str(e))
+    rec = replace(rec, warnings=tuple(say(rec.warnings, NAMES)))  # as this command words them (ledger.hints)
+    for w in rec.warnings:  # a partial bill, a rule naming what the ledger does not have (also in --json)
+        console.err.print(f"warning: {w}", markup=False)
     console.emit(rec, as_json=as_json, as_csv=as_csv, json_of=reconciliation_as_json, csv_of=reconciliation_as_csv,
-                 table_of=reconciliation_as_table)
+                 table_of=lambda r: reconciliation_as_table(r, names=NAMES))
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,10 @@ cost and has no difference ("not billed"); the totals name both parts, so that
              = Σ differences of the billed resources + the unmatched bill cost
     trued-up total = run total + variance = billed + priced of the resources not billed
 
-and the trued-up total is what ``allocate --true-up`` books.
+and the trued-up total is what ``allocate --true-up`` books. Each billed resource also has its
+coverage (hours priced that have a bill row, :mod:`ledger.reconcile.coverage`); the warnings name
+each resource the bill covers only in part, and each rule of the map placing rows on a pool or a
+provider the ledger does not know (:mod:`ledger.reconcile.targets`).
 """
 from __future__ import annotations
 
@@ -21,12 +24,15 @@ from datetime import datetime
 from decimal import Decimal, localcontext
 
 from .. import store
+from ..hints import Hint, Hinted
 from ..allocate import VARIANCE, Line
 from ..money import ZERO, quantize
 from ..pricebook import PriceIndex
 from .billmap import BillMap
 from .bills import RESOURCE_KINDS, Bill, Billed, Resource, read_bill
+from .coverage import Coverage, coverage, priced_hours_of
 from .drift import Drift, reported_drift
+from .targets import known_targets, unknown_targets
 
 RATIO_EXP = Decimal("0.0001")
 NOTHING_PRICED = "nothing of it is priced in the run"
@@ -61,11 +67,13 @@ def priced_by_resource(lines: Iterable[Line]) -> dict[Resource, Decimal]:
 
 @dataclass(frozen=True)
 class Row:
-    """One resource: `priced` (the run), `billed` (None when no bill row is placed on it)."""
+    """One resource: `priced` (the run), `billed` (None when no bill row is placed on it), and the
+    bill's `coverage` of the hours it is priced in (None when not billed, or not measured)."""
 
     resource: Resource
     priced: Decimal
     billed: Billed | None
+    coverage: Coverage | None = None
 
     @property
     def difference(self) -> Decimal | None:
@@ -89,8 +97,9 @@ class Row:
 class Reconciliation:
     """A period's reconciliation against run `run_id` (`run_created_at`; `run_true_up` when that
     run was a true-up: its variance lines are left out): `rows` per resource, the `bill` placed by
-    the map (`bill_map`: path, sha256, rules), reported-cost `drift` per provider and model, and
-    `notes`. Money in `currency`, exact at 1e-6."""
+    the map (`bill_map`: path, sha256, rules), reported-cost `drift` per provider and model, `notes`,
+    and `warnings` (a partial bill, a rule naming a pool or provider the ledger does not know: each
+    names what it warns about). Money in `currency`, exact at 1e-6."""
 
     start: datetime
     end: datetime
@@ -103,6 +112,7 @@ class Reconciliation:
     rows: tuple[Row, ...]
     drift: tuple[Drift, ...]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def priced_total(self) -> Decimal:
@@ -135,18 +145,33 @@ class Reconciliation:
         return self.priced_total + self.variance
 
 
+def partial_bill_warning(res: Resource, cov: Coverage, start: datetime, end: datetime) -> str:
+    """The words naming a resource a bill covers only in part (a warning of reconcile, a refusal of
+    the true-up)."""
+    return (f"{res.label()}: the bill covers {cov.shown()} from {start.date()} to {end.date()} (end exclusive): "
+            "a partial bill, so its billed amount is not the period's and its difference is not a variance "
+            "(ingest the rest of the bill)")
+
+
 def reconcile(*, lines: Iterable[Line], bill: Bill, drift: Iterable[Drift] = (), run_id: str,
               run_created_at: datetime | None = None, currency: str, bill_map: dict,
-              notes: Iterable[str] = ()) -> Reconciliation:
-    """The reconciliation of a run's `lines` (in `currency`) with the period's placed `bill`."""
+              notes: Iterable[str] = (), hours: dict[Resource, frozenset[int]] | None = None,
+              warnings: Iterable[str] = ()) -> Reconciliation:
+    """The reconciliation of a run's `lines` (in `currency`) with the period's placed `bill`; with
+    `hours` (the hours each resource is priced in), each billed resource's coverage, and a warning
+    for each covered in part (after the given `warnings`)."""
     lines = tuple(lines)
     priced = priced_by_resource(lines)
     keys = sorted(set(priced) | set(bill.resources), key=lambda r: (RESOURCE_KINDS.index(r.kind), r.name))
-    rows = tuple(Row(resource=k, priced=priced.get(k, ZERO), billed=bill.resources.get(k)) for k in keys)
+    rows = tuple(Row(resource=k, priced=priced.get(k, ZERO), billed=bill.resources.get(k),
+                     coverage=(coverage(hours.get(k, frozenset()), bill.resources[k].hours)
+                               if hours is not None and k in bill.resources else None)) for k in keys)
+    partial = [partial_bill_warning(r.resource, r.coverage, bill.start, bill.end) for r in rows
+               if r.coverage is not None and r.coverage.hours_priced and r.coverage.partial]
     return Reconciliation(start=bill.start, end=bill.end, currency=currency, run_id=run_id,
                           run_created_at=run_created_at, run_true_up=any(ln.kind == VARIANCE for ln in lines),
                           bill_map=bill_map, bill=bill, rows=rows, drift=tuple(drift),
-                          notes=tuple(notes) + bill.notes)
+                          notes=tuple(notes) + bill.notes, warnings=tuple(warnings) + tuple(partial))
 
 
 def reconcile_run(s, *, run_id: str, lines: Iterable[Line], currency: str, start: datetime, end: datetime,
@@ -157,5 +182,9 @@ def reconcile_run(s, *, run_id: str, lines: Iterable[Line], currency: str, start
     index = PriceIndex(store.books_from_store(s))
     bill = read_bill(s, bill_map, start=start, end=end, currency=currency, prices=index, home=home)
     drift, notes = reported_drift(s, start=start, end=end, prices=index, home=home)
+    unknown = [Hinted(f"{where}: {what}: its bill rows are reconciled on a resource the ledger does not have "
+                      "(correct the map; ", Hint("true_up", "a true-up"), " refuses it)")
+               for where, what in unknown_targets(bill_map, known_targets(s, home))]
     return reconcile(lines=lines, bill=bill, drift=drift, run_id=run_id, run_created_at=created_at,
-                     currency=currency, bill_map=bill_map.as_dict(), notes=notes)
+                     currency=currency, bill_map=bill_map.as_dict(), notes=notes,
+                     hours=priced_hours_of(s, start, end, home), warnings=unknown)

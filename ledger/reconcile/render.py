@@ -7,14 +7,17 @@ percentages (table).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
+from types import MappingProxyType
 
 from rich.console import Group
 from rich.text import Text
 
 from ..allocate import period_label
-from ..economics import _iso
+from ..economics import iso as _iso
 from ..formats import count, money, percent
+from ..hints import Hint, Hinted, say_one
 from ..money import fmt
 from ..outputs import csv_text
 from ..tables import FitTable, paragraph
@@ -24,8 +27,9 @@ from .compare import Reconciliation
 SHOWN_UNMATCHED = 20
 CSV_COLUMNS = ("section", "kind", "name", *UNMATCHED_KEYS[:1], "model", *UNMATCHED_KEYS[1:], "priced", "billed",
                "difference", "share", "undefined_because", "billed_cost", "list_cost", "corrections", "rows",
-               "currency", "period_start", "period_end", "run_id")
-NUMERIC = ("priced", "billed", "difference", "share", "billed_cost", "list_cost", "corrections", "rows")
+               "hours_priced", "hours_billed", "coverage", "currency", "period_start", "period_end", "run_id")
+NUMERIC = ("priced", "billed", "difference", "share", "billed_cost", "list_cost", "corrections", "rows",
+           "hours_priced", "hours_billed", "coverage")
 TOTAL_DEFINITION = ("priced: the run's cost of the resources the bill covers; billed: the bill's effective cost in "
                     "the period, unmatched rows included; variance = billed − priced")
 
@@ -36,6 +40,26 @@ def _opt(d: Decimal | None) -> str | None:
 
 def _ratio(d: Decimal | None) -> str | None:
     return None if d is None else format(d, "f")
+
+
+def _coverage(r) -> dict:
+    """A resource's coverage fields: hours priced, hours of them billed, their ratio (None: not
+    billed, or nothing priced)."""
+    c = r.coverage
+    return {"hours_priced": c.hours_priced if c else None, "hours_billed": c.hours_billed if c else None,
+            "coverage": _ratio(c.ratio) if c else None}
+
+
+def _coverage_cell(r) -> str:
+    """The table's coverage: ``100%``, ``1.34% (10/744 h)``, ``—`` (not billed), or why undefined."""
+    c = r.coverage
+    if c is None:
+        return "—"
+    if not c.hours_priced:
+        return "no hour priced"
+    if not c.partial:
+        return "100%"
+    return f"{percent(c.ratio)} ({count(c.hours_billed)}/{count(c.hours_priced)} h)"
 
 
 def reconciliation_as_json(rec: Reconciliation) -> dict:
@@ -51,7 +75,8 @@ def reconciliation_as_json(rec: Reconciliation) -> dict:
                        "billed_cost": _opt(r.billed.billed_cost if r.billed else None),
                        "list_cost": _opt(r.billed.list_cost if r.billed else None),
                        "corrections": _opt(r.billed.corrections if r.billed else None),
-                       "rows": r.billed.rows if r.billed else 0, "rules": list(r.billed.rules) if r.billed else []}
+                       "rows": r.billed.rows if r.billed else 0, "rules": list(r.billed.rules) if r.billed else [],
+                       **_coverage(r)}
                       for r in rec.rows],
         "unmatched": [{**u.as_dict(), "rows": u.rows, "effective_cost": fmt(u.effective),
                        "billed_cost": fmt(u.billed_cost), "corrections": u.corrections} for u in bill.unmatched],
@@ -63,6 +88,7 @@ def reconciliation_as_json(rec: Reconciliation) -> dict:
                   "not_billed": fmt(rec.not_billed), "run_total": fmt(rec.priced_total),
                   "trued_up_total": fmt(rec.trued_up_total), "definition": TOTAL_DEFINITION},
         "notes": list(rec.notes),
+        "warnings": list(rec.warnings),
     }
 
 
@@ -79,7 +105,7 @@ def reconciliation_as_csv(rec: Reconciliation) -> str:
                      "billed": _opt(b.effective if b else None), "difference": _opt(r.difference),
                      "share": _ratio(r.share), "undefined_because": r.reason, "billed_cost": _opt(b and b.billed_cost),
                      "list_cost": _opt(b and b.list_cost), "corrections": _opt(b and b.corrections),
-                     "rows": b.rows if b else 0, **common})
+                     "rows": b.rows if b else 0, **_coverage(r), **common})
     for u in rec.bill.unmatched:
         rows.append({"section": "unmatched", "kind": "unmatched", **u.as_dict(), "billed": fmt(u.effective),
                      "billed_cost": fmt(u.billed_cost), "rows": u.rows, **common})
@@ -97,9 +123,10 @@ def reconciliation_as_csv(rec: Reconciliation) -> str:
     return csv_text(CSV_COLUMNS, rows, numeric=NUMERIC)
 
 
-def reconciliation_as_table(rec: Reconciliation) -> Group:
+def reconciliation_as_table(rec: Reconciliation, names: Mapping[str, str] = MappingProxyType({})) -> Group:
     """The reconciliation for a person: resources, unmatched rows, drift, the total line and notes
-    (money and shares by :mod:`ledger.formats`; tables that fit the terminal, :mod:`ledger.tables`)."""
+    (money and shares by :mod:`ledger.formats`; tables that fit the terminal, :mod:`ledger.tables`);
+    `names` words the hints of its lines as a command's options (:mod:`ledger.hints`)."""
     p = period_label(rec.start, rec.end)
     bill = rec.bill
     head = (f"reconcile · {p['start']} to {p['end']} · run {rec.run_id[:12]}"
@@ -113,12 +140,13 @@ def reconciliation_as_table(rec: Reconciliation) -> Group:
     t.add_column("share", numeric=False, justify="right")
     for col in ("billed cost", "list cost", "corrections", "rows"):
         t.add_column(col)
+    t.add_column("coverage", numeric=False, justify="right")
     for r in rec.rows:
         b = r.billed
         t.add_row(Text(r.resource.label()), money(r.priced), money(b.effective if b else None), money(r.difference),
                   percent(r.share) if r.share is not None else (r.reason if b else "not billed"),
                   money(b and b.billed_cost), money(b and b.list_cost), money(b and b.corrections),
-                  count(b.rows if b else 0))
+                  count(b.rows if b else 0), _coverage_cell(r))
     parts: list = [paragraph(head), t]
     if bill.unmatched:
         u = FitTable(title=f"unmatched: {count(sum(x.rows for x in bill.unmatched))} rows no rule places, "
@@ -131,8 +159,8 @@ def reconciliation_as_table(rec: Reconciliation) -> Group:
             u.add_row(*[Text(v or "") for v in x.key], count(x.rows), money(x.effective), money(x.billed_cost))
         parts.append(u)
         if len(bill.unmatched) > SHOWN_UNMATCHED:
-            parts.append(paragraph(f"... and {count(len(bill.unmatched) - SHOWN_UNMATCHED)} more groups (--json or "
-                                   "--csv lists all)"))
+            parts.append(paragraph(say_one(Hinted(f"... and {count(len(bill.unmatched) - SHOWN_UNMATCHED)} more groups (",
+                                                  Hint("all_rows", "the JSON and the CSV list all"), ")"), names)))
     if rec.drift:
         d = FitTable(title="reported cost vs the book, per model (requests with a reported cost)", keys=2)
         for col in ("provider", "model", "currency"):

@@ -15,8 +15,8 @@ from rich.console import Group
 from rich.text import Text
 
 from ..allocate import CATEGORIES, period_label
-from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, _iso, _opt,
-                         _ratio, _tenant_entry, all_in_entry)
+from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
+                         iso, opt, ratio, tenant_entry)
 from ..formats import count, money, percent, plural, unit_costs
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
@@ -34,9 +34,9 @@ def _row_json(report: Report, r: Row) -> dict:
     if report.by == "model":
         return {"model": r.key, "cost": fmt(r.cost), "gpu_cost": fmt(r.gpu_cost),
                 "provider_tokens_cost": fmt(r.by_category["provider_tokens"]), "active_tokens": r.active_tokens,
-                "requests": r.requests, "cost_per_1m_active_tokens": _opt(r.cost_per_1m_active_tokens),
-                "share_of_gpu": _ratio(report.share_of_gpu(r)), "reasons": dict(r.reasons)}
-    entry = _tenant_entry(report, r)
+                "requests": r.requests, "cost_per_1m_active_tokens": opt(r.cost_per_1m_active_tokens),
+                "share_of_gpu": ratio(report.share_of_gpu(r)), "reasons": dict(r.reasons)}
+    entry = tenant_entry(report, r)
     entry.pop("tenant")
     return {report.by: r.key, **entry}
 
@@ -193,11 +193,11 @@ def _tenant_metrics(report: Report, r: Row) -> dict[str, str]:
     tk = r.tasks or {"success": 0, "failure": 0, "unknown": 0}
     decided = tk["success"] + tk["failure"]
     fail_rate = quantize(Decimal(tk["failure"]) / decided, RATIO_EXP) if decided else None
-    return {"cost": fmt(r.cost), "share of GPU": _ratio(report.share_of_gpu(r)) or "",
-            "cost per successful task": _opt(r.cost_per_successful_task) or f"undefined: {NO_SUCCESS}",
-            "success rate": _ratio(r.success_rate) or "", "task failure rate": _ratio(fail_rate) or "",
-            "failed work share": _ratio(r.failed_work_share) or "",
-            "$/1M active tokens": _opt(r.cost_per_1m_active_tokens) or "", "idle share": fmt(r.idle_share),
+    return {"cost": fmt(r.cost), "share of GPU": ratio(report.share_of_gpu(r)) or "",
+            "cost per successful task": opt(r.cost_per_successful_task) or f"undefined: {NO_SUCCESS}",
+            "success rate": ratio(r.success_rate) or "", "task failure rate": ratio(fail_rate) or "",
+            "failed work share": ratio(r.failed_work_share) or "",
+            "$/1M active tokens": opt(r.cost_per_1m_active_tokens) or "", "idle share": fmt(r.idle_share),
             "requests": str(r.requests), "active tokens": str(r.active_tokens), "tasks success": str(tk["success"]),
             "tasks failure": str(tk["failure"]), "tasks unknown": str(tk["unknown"])}
 
@@ -282,7 +282,7 @@ def runs_as_table(data: list[dict]) -> FitTable:
 
 def runs_as_json(runs: Iterable) -> list[dict]:
     """`ledger runs --json`: one entry per run, newest first."""
-    return [{"run_id": r.id, "period": period_label(r.period_start, r.period_end), "created_at": _iso(r.created_at),
+    return [{"run_id": r.id, "period": period_label(r.period_start, r.period_end), "created_at": iso(r.created_at),
              "currency": r.currency, "idle_policy": r.idle_policy, "basis": r.basis, "total": fmt(r.total),
              "price_books": json.loads(r.price_books), "code_version": r.code_version,
              "inputs_digest": r.inputs_digest} for r in runs]
@@ -318,9 +318,11 @@ def summary_as_table(doc: dict) -> Group:
     parts.append(t)
     tu = doc.get("true_up")
     if tu:
+        not_billed = (f" · not billed {money(Decimal(tu['not_billed']))} (run total "
+                      f"{money(Decimal(tu['run_total']))})" if "not_billed" in tu else "")  # runs before 2026-12
         parts.append(paragraph(f"true-up: priced {money(Decimal(tu['priced_total']))} · billed "
                                f"{money(Decimal(tu['billed_total']))} · variance {money(Decimal(tu['variance_total']))}"
-                               f" (unmatched {money(Decimal(tu['unmatched']))}) · bill batches "
+                               f" (unmatched {money(Decimal(tu['unmatched']))}){not_billed} · bill batches "
                                f"{', '.join(tu['bill_batches'])} · map {tu['bill_map']['path']}"))
     flags: dict = {}
     for f in doc["flags"]:

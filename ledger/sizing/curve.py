@@ -4,6 +4,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from ..hints import Hint, Hinted
+
+#: The library's words for the repair a command offers (`ledger size --repair`, a plan's `repair`).
+REPAIR = Hint("repair", "repair the curve")
+#: How a note names the repair that was made.
+REPAIRED = Hint("repaired", "the repair")
+
 
 class SizingError(ValueError):
     """Sizing cannot go on. `problems` holds one line per problem, each naming what it concerns."""
@@ -157,7 +164,7 @@ def _problems(curve: Curve) -> list[tuple[str, str]]:
         else:
             msg = (f"output tok/s falls as concurrency rises: {p.describe()} serves {fmt_num(p.replica_output_tok_s)} "
                    f"output tok/s, less than {fmt_num(q.replica_output_tok_s)} at {q.describe()}")
-        out.append((kind, f"{src}: {msg} (use --repair to keep the upper envelope)"))
+        out.append((kind, Hinted(f"{src}: {msg} (", REPAIR, " to keep the upper envelope)")))
     return out
 
 
@@ -204,7 +211,7 @@ def repair_curve(curve: Curve) -> tuple[Curve, tuple[str, ...]]:
         why = (f"its tok/s/user is below {q.describe()} at a higher concurrency" if kind == "rising" else
                f"it serves {fmt_num(p.replica_output_tok_s)} output tok/s, less than {q.describe()} "
                f"with {fmt_num(q.replica_output_tok_s)} at a lower concurrency")
-        notes.append(f"{curve.context.source}: --repair dropped {p.describe()}: {why}")
+        notes.append(Hinted(f"{curve.context.source}: ", REPAIRED, f" dropped {p.describe()}: {why}"))
     dropped = tuple(p for p, _, _ in drops)
     return replace(curve, points=tuple(kept), dropped=curve.dropped + dropped), tuple(notes)
 

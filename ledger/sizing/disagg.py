@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .curve import CurveContext, SizingError, fmt_num
+from ..hints import Hinted
+from .curve import REPAIR, REPAIRED, CurveContext, SizingError, fmt_num
 from .loadtest import _json_runs, _workload_key
 from .loaders import detect_format, select_curve
 
@@ -234,8 +235,8 @@ def prefill_problems(curve: PrefillCurve) -> list[tuple[str, str]]:
         faster = [b for b in pts[i + 1:] if b.ttft_ms < a.ttft_ms]
         if faster:
             b = min(faster, key=lambda q: q.ttft_ms)
-            out.append(("falling", f"{src}: TTFT falls as the load rises: {a.describe()} is slower than "
-                                   f"{b.describe()} (use --repair to keep the points no higher load beats)"))
+            out.append(("falling", Hinted(f"{src}: TTFT falls as the load rises: {a.describe()} is slower than "
+                                          f"{b.describe()} (", REPAIR, " to keep the points no higher load beats)")))
     return out
 
 
@@ -253,8 +254,8 @@ def validate_prefill(curve: PrefillCurve, *, repair: bool = False) -> tuple[Pref
         faster = [b for b in curve.points[i + 1:] if b.ttft_ms < a.ttft_ms]
         if faster:
             dropped.append(a)
-            notes.append(f"{curve.context.source}: --repair dropped {a.describe()}: "
-                         f"{min(faster, key=lambda q: q.ttft_ms).describe()} serves more at a lower TTFT")
+            notes.append(Hinted(f"{curve.context.source}: ", REPAIRED, f" dropped {a.describe()}: "
+                                f"{min(faster, key=lambda q: q.ttft_ms).describe()} serves more at a lower TTFT"))
         else:
             keep.append(a)
     return replace(curve, points=tuple(keep), dropped=curve.dropped + tuple(dropped)), tuple(notes)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 
 from .curve import Curve, SizingError, curve_problems, fmt_num, validate_curve
@@ -92,12 +92,13 @@ class SizingRow:
     ops: Ops | None = None
 
 
-@dataclass(frozen=True)
-class SizingRequest:
-    """What to size for.
+@dataclass(frozen=True, kw_only=True)
+class SizingSpec:
+    """What every sizing asks for, whatever its shape (a plain sizing at several SLAs, a pool in
+    tiers or prefill/decode parts, one pool at one SLA): the fields :class:`SizingRequest` and
+    ``tiers.PoolRequest`` share, and the defaults ``ledger size`` and the dashboard start from.
 
     - `tpm`: output tokens per minute to serve [token/min] (> 0).
-    - `slas`: interactivity SLAs [token/s/user], each > 0 and distinct.
     - `gpus_per_replica`: GPUs per replica (count >= 1).
     - `util`: planned utilization of a replica's throughput, in (0, 1] (headroom for TTFT and failover).
     - `reserves`: extra replicas (failure, canary, warm).
@@ -108,14 +109,16 @@ class SizingRequest:
       the curve's are used).
     - `repair`: drop dominated points (upper envelope) instead of failing.
     - `rise_tpm`: the largest rise of output TPM over `time_to_ready_min` minutes [token/min], or
-      None; when given, each row's warm reserve is the replicas that rise needs (`reserves.warm`
-      must then be 0).
+      None; when given, the warm reserve is the replicas that rise needs (`reserves.warm` must
+      then be 0).
+    - `time_to_ready_min`: minutes a new replica needs to serve [min], or None.
     - `workload_shape`: ISL/OSL come from measured traffic: a curve measured at another shape is
       warned about beyond 25 %, not refused beyond 10 %.
+
+    Built by keyword only (``SizingSpec(tpm=..., gpus_per_replica=...)``).
     """
 
     tpm: float
-    slas: tuple[float, ...]
     gpus_per_replica: int
     util: float = 0.7
     reserves: Reserves = field(default_factory=Reserves)
@@ -128,6 +131,21 @@ class SizingRequest:
     rise_tpm: float | None = None
     time_to_ready_min: float | None = None
     workload_shape: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class SizingRequest(SizingSpec):
+    """What to size for: the fields of :class:`SizingSpec`, and `slas`, the interactivity SLAs
+    [token/s/user], each > 0 and distinct (one row each)."""
+
+    slas: tuple[float, ...]
+
+
+def spec_of(spec: SizingSpec, **changes) -> SizingSpec:
+    """The fields `spec` shares with every sizing (a SizingRequest or PoolRequest seen as a
+    plain SizingSpec), with `changes` applied."""
+    base = SizingSpec(**{f.name: getattr(spec, f.name) for f in fields(SizingSpec)})
+    return replace(base, **changes) if changes else base
 
 
 @dataclass(frozen=True)
@@ -373,25 +391,31 @@ def replicas_for(tpm: float, replica_output_tok_s: float, util: float) -> int:
     return math.ceil(round((tpm / 60.0) / (replica_output_tok_s * util), _CEIL_DIGITS))
 
 
-def size_pool(curve: Curve, *, tpm: float, sla: float, gpus_per_replica: int, util: float = 0.7,
-              reserves: Reserves = Reserves(), interpolate: bool = False, ttft_limit_ms: float | None = None,
-              kv_cap: float | None = None, isl: float | None = None, osl: float | None = None,
-              rise_tpm: float | None = None, time_to_ready_min: float | None = None,
-              memory: object | None = None) -> SizingRow:
+def size_pool(curve: Curve, spec: SizingSpec | None = None, *, sla: float, memory: object | None = None,
+              **fields_) -> SizingRow:
     """One pool at one SLA (what a monthly budget calls): c*, replica throughput, replicas, GPUs, and
-    what operations configure per replica. With `rise_tpm` the warm reserve is the replicas that
-    rise needs (ops.warm_replicas); the `memory` fit (a MemoryFit) gives the KV-cache thresholds.
-    The curve must already be valid (see `validate_curve`); inputs are checked and fail loudly."""
+    what operations configure per replica. The pool is `spec` (any SizingSpec: its `isl`/`osl` as
+    given, not the curve's), or a SizingSpec of the keyword `fields_` (``size_pool(curve, tpm=6_000,
+    sla=100, gpus_per_replica=1)``), or `spec` with `fields_` changed. With `rise_tpm` the warm
+    reserve is the replicas that rise needs (ops.warm_replicas); the `memory` fit (a MemoryFit) gives
+    the KV-cache thresholds. The curve must already be valid (see `validate_curve`); inputs are
+    checked and fail loudly."""
+    if spec is None:
+        spec = SizingSpec(**fields_)
+    elif fields_:
+        spec = replace(spec, **fields_)
+    tpm, gpus_per_replica, util, reserves = spec.tpm, spec.gpus_per_replica, spec.util, spec.reserves
+    isl, osl, ttft_limit_ms = spec.isl, spec.osl, spec.ttft_limit_ms
     problems = request_problems(tpm=tpm, slas=(sla,), gpus_per_replica=gpus_per_replica, util=util,
-                                reserves=reserves, ttft_limit_ms=ttft_limit_ms, kv_cap=kv_cap, isl=isl, osl=osl,
-                                rise_tpm=rise_tpm)
+                                reserves=reserves, ttft_limit_ms=ttft_limit_ms, kv_cap=spec.kv_cap, isl=isl, osl=osl,
+                                rise_tpm=spec.rise_tpm)
     if problems:
         raise SizingError(problems)
-    op = operating_point(curve, sla, interpolate=interpolate, ttft_limit_ms=ttft_limit_ms, kv_cap=kv_cap)
+    op = operating_point(curve, sla, interpolate=spec.interpolate, ttft_limit_ms=ttft_limit_ms, kv_cap=spec.kv_cap)
     serving = replicas_for(tpm, op.replica_output_tok_s, util)
     warm_reason = ""
-    if rise_tpm is not None:
-        warm, warm_reason = warm_replicas(rise_tpm=rise_tpm, minutes=time_to_ready_min,
+    if spec.rise_tpm is not None:
+        warm, warm_reason = warm_replicas(rise_tpm=spec.rise_tpm, minutes=spec.time_to_ready_min,
                                           capacity_tok_s=op.replica_output_tok_s, util=util)
         reserves = replace(reserves, warm=warm)
     total = serving + reserves.total
@@ -455,11 +479,7 @@ def size(curve: Curve, request: SizingRequest, *, memory: object | None = None) 
     rows, errors = [], []
     for sla in sorted(request.slas):
         try:
-            rows.append(size_pool(curve, tpm=request.tpm, sla=sla, gpus_per_replica=request.gpus_per_replica,
-                                  util=request.util, reserves=request.reserves, interpolate=request.interpolate,
-                                  ttft_limit_ms=request.ttft_limit_ms, kv_cap=request.kv_cap, isl=isl, osl=osl,
-                                  rise_tpm=request.rise_tpm, time_to_ready_min=request.time_to_ready_min,
-                                  memory=memory))
+            rows.append(size_pool(curve, spec_of(request, isl=isl, osl=osl), sla=sla, memory=memory))
         except SizingError as e:
             errors.extend(p for p in e.problems if p not in errors)
     if errors:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..hints import Hint, Hinted
 from .curve import Curve, CurveContext, CurvePoint, SizingError, make_curve
 from .loadtest import TPOT_KEYS, parse_aiperf, parse_guidellm, parse_serving_runs
 
@@ -174,8 +175,8 @@ def detect_format(text: str, name: str = "") -> str:
             return "csv"
         if _ANCHORS.match(stripped):
             return "anchors"
-    raise SizingError([f"{name or 'curve'}: cannot tell the curve format (anchors, csv, vllm, sglang, guidellm, "
-                       f"aiperf); name it with --curve-format"])
+    raise SizingError([Hinted(f"{name or 'curve'}: cannot tell the curve format (anchors, csv, vllm, sglang, guidellm, "
+                              "aiperf); ", Hint("curve_format", "name its format"))])
 
 
 def parse_curves(text: str, *, source: str, fmt: str = "auto") -> tuple[Curve, ...]:
@@ -223,13 +224,14 @@ def select_curve(curves: Iterable[Curve], select: str | None, *, where: str = ""
     chosen = curves if not select else tuple(c for c in curves if select.lower() in c.label.lower())
     if len(chosen) == 1:
         return chosen[0]
-    from ledger.console import plural
+    from ledger.formats import plural
 
     listing = "; ".join(f"[{c.label}] ({plural(len(c.points), 'point')})" for c in curves)
     if not chosen:
         raise SizingError([f"{where or 'curves'}: no curve matches {select!r}; the curves are: {listing}"])
-    raise SizingError([f"{where or 'curves'}: {len(chosen)} curves {'match ' + repr(select) if select else 'found'}; "
-                       f"pick one with --curve-select (a piece of its source, model or workload): {listing}"])
+    raise SizingError([Hinted(f"{where or 'curves'}: {len(chosen)} curves {'match ' + repr(select) if select else 'found'}; ",
+                              Hint("curve_select", "pick one by a piece of its source, model or workload"),
+                              f": {listing}")])
 
 
 def load_curve(path_or_anchors: str | Path | Sequence[str | Path], fmt: str = "auto",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..hints import Hint, Hinted
 from .curve import fmt_num
 
 #: A ratio within this many digits of an integer is that integer before floor()/ceil().
@@ -100,7 +101,7 @@ def replica_ops(*, c_star: float | None, capacity_tok_s: float, util: float, rat
     if adm is None:
         kv_basis = "a prefill replica holds a sequence's KV only until it is handed to decode"
     elif per_seq is None:
-        kv_basis = "no memory fit (--model-config): the KV cache size is unknown"
+        kv_basis = Hinted(Hint("memory_fit", "no memory fit"), ": the KV cache size is unknown")
     else:
         kv_scale = util * c_star * per_seq
         kv_adm = adm * per_seq

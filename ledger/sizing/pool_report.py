@@ -79,7 +79,7 @@ def pool_as_dict(result: PoolResult) -> dict:
 
 def pool_lines(result: PoolResult) -> list[str]:
     """The context above the table: mode, curves, traffic, tiers, limits, price, repairs, warnings."""
-    from ledger.console import plural
+    from ledger.formats import plural
 
     from .traffic import workload_lines
 

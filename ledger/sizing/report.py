@@ -7,6 +7,7 @@ from decimal import Decimal
 from rich import box
 
 from ..formats import count, figures, money, percent
+from ..hints import Hinted
 from ..tables import FitTable
 from .curve import Curve, CurvePoint, fmt_num
 from .cost import ComparisonRow
@@ -92,7 +93,7 @@ def _warm_text(req) -> str:
 
 def context_lines(result: SizingResult) -> list[str]:
     """Every number's context, as lines above the table (no bare numbers)."""
-    from ledger.console import plural
+    from ledger.formats import plural
 
     c, req = result.curve.context, result.request
     mode = ("DRAFT: interpolated between measured points (linear in log concurrency)" if result.status == "DRAFT"
@@ -166,7 +167,7 @@ def ops_lines(rows: list[tuple[str, object]]) -> list[str]:
     out = []
     for label, o in rows:
         out.append(f"{label}: scale out at waiting: {o.queue_basis}")
-        out.append(f"{label}: KV: {o.kv_basis}")
+        out.append(Hinted(f"{label}: KV: ", o.kv_basis))
     return out
 
 

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 
 from ledger.money import quantize
 
+from ..hints import Hint, Hinted
+
 from .cost import PricingBasis, monthly_cost, price_per_gpu_hour
 from .curve import Curve, SizingError, fmt_num, validate_curve
 from .disagg import PrefillCurve, prefill_point, validate_prefill, xpyd
-from .engine import DRAFT, VERDICT, Reserves, request_problems, shape_check, size_pool
+from .engine import DRAFT, VERDICT, SizingSpec, request_problems, shape_check, size_pool
 from .ops import Ops, replica_ops, warm_replicas
 
+#: The library's words for a tier written as text (`ledger size --tier NAME:SHARE:SLA[:TTFT_MS]`).
+TIER = Hint("tier", "tier")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _DIGITS = 9
 
@@ -36,14 +40,15 @@ def parse_tier(text: str) -> Tier:
     part that is wrong. The share is read as a decimal, exactly."""
     parts = [p.strip() for p in text.split(":")]
     if len(parts) not in (3, 4):
-        raise SizingError(f"--tier {text!r}: write NAME:SHARE:SLA or NAME:SHARE:SLA:TTFT_MS, e.g. interactive:0.3:100")
+        raise SizingError(Hinted(TIER, f" {text!r}: write NAME:SHARE:SLA or NAME:SHARE:SLA:TTFT_MS, e.g. "
+                                       "interactive:0.3:100"))
     errors = []
     try:
         share = Decimal(parts[1])
         if not share.is_finite():
             raise InvalidOperation
     except InvalidOperation:
-        errors.append(f"--tier {text!r}: share {parts[1]!r} is not a decimal such as 0.3")
+        errors.append(Hinted(TIER, f" {text!r}: share {parts[1]!r} is not a decimal such as 0.3"))
         share = Decimal(0)
     nums = []
     for what, raw in (("SLA", parts[2]), ("TTFT limit", parts[3] if len(parts) == 4 else None)):
@@ -53,7 +58,7 @@ def parse_tier(text: str) -> Tier:
         try:
             nums.append(float(raw))
         except ValueError:
-            errors.append(f"--tier {text!r}: {what} {raw!r} is not a number")
+            errors.append(Hinted(TIER, f" {text!r}: {what} {raw!r} is not a number"))
             nums.append(math.nan)
     if errors:
         raise SizingError(errors)
@@ -85,29 +90,16 @@ def tier_problems(tiers) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class PoolRequest:
-    """What to size a pool in parts for: `tpm` (output token/min), the `tiers` (one untiered tier of
-    share 1 for a plain disaggregated pool), `gpus_per_replica` (decode or serving replicas) and
-    `prefill_gpus_per_replica` (None: the same), `util` in (0, 1], `reserves` (failure and canary per
-    role; warm as a count, or from `rise_tpm` over `time_to_ready_min`), `interpolate` (DRAFT),
-    `ttft_limit_ms` (a tier's default), `kv_cap`, workload `isl`/`osl` [token], `repair`, and
-    `workload_shape` (ISL/OSL measured from traffic: warn beyond 25 % instead of refusing)."""
+@dataclass(frozen=True, kw_only=True)
+class PoolRequest(SizingSpec):
+    """What to size a pool in parts for: the fields of ``engine.SizingSpec`` (`tpm` in output
+    token/min, `gpus_per_replica` of decode or serving replicas, `util`, `reserves` (failure and
+    canary per role; warm as a count, or from `rise_tpm` over `time_to_ready_min`), `interpolate`
+    (DRAFT), `ttft_limit_ms` (a tier's default), `kv_cap`, workload `isl`/`osl` [token], `repair`,
+    `workload_shape`), and `tiers` (one untiered tier of share 1 for a plain disaggregated pool) and
+    `prefill_gpus_per_replica` (None: the same as `gpus_per_replica`)."""
 
-    tpm: float
     tiers: tuple[Tier, ...]
-    gpus_per_replica: int
-    util: float = 0.7
-    reserves: Reserves = field(default_factory=Reserves)
-    interpolate: bool = False
-    ttft_limit_ms: float | None = None
-    kv_cap: float | None = None
-    isl: float | None = None
-    osl: float | None = None
-    repair: bool = False
-    rise_tpm: float | None = None
-    time_to_ready_min: float | None = None
-    workload_shape: bool = False
     prefill_gpus_per_replica: int | None = None
 
 
@@ -248,9 +240,10 @@ def size_parts(curve: Curve, request: PoolRequest, *, prefill: PrefillCurve | No
         problems += p2
         warnings += w2
         if isl is None or osl is None:
-            problems.append("disaggregated sizing needs the workload's ISL and OSL (--isl/--osl, or a decode curve "
-                            "that has them): the input token rate is TPM / 60 x ISL / OSL")
-        problems += [f"tier {t.name or '(all)'}: a prefill curve is sized at a TTFT limit; give one (--ttft-ms)"
+            problems.append(Hinted("disaggregated sizing needs the workload's ISL and OSL (", Hint("isl_osl", "given"),
+                                   ", or a decode curve that has them): the input token rate is TPM / 60 x ISL / OSL"))
+        problems += [Hinted(f"tier {t.name or '(all)'}: a prefill curve is sized at a TTFT limit; give one",
+                            Hint("ttft_limit", ""))
                      for t in tiers if (t.ttft_ms or req.ttft_limit_ms) is None]
     if problems:
         raise SizingError(problems)
@@ -260,9 +253,10 @@ def size_parts(curve: Curve, request: PoolRequest, *, prefill: PrefillCurve | No
         ttft = t.ttft_ms if t.ttft_ms is not None else req.ttft_limit_ms
         label = f"tier {t.name}: " if t.name else ""
         try:
-            row = size_pool(curve, tpm=tpm_t, sla=t.sla, gpus_per_replica=req.gpus_per_replica, util=req.util,
-                            interpolate=req.interpolate, ttft_limit_ms=None if disagg else ttft,
-                            kv_cap=req.kv_cap, isl=isl, osl=osl, memory=memory)
+            part = SizingSpec(tpm=tpm_t, gpus_per_replica=req.gpus_per_replica, util=req.util,
+                              interpolate=req.interpolate, ttft_limit_ms=None if disagg else ttft, kv_cap=req.kv_cap,
+                              isl=isl, osl=osl)
+            row = size_pool(curve, part, sla=t.sla, memory=memory)
             parts.append(PartRow(
                 tier=t.name, role="decode" if disagg else "serving", share=t.share, tpm=tpm_t, rate_tok_s=tpm_t / 60,
                 sla_tok_s_user=t.sla, c_star=row.c_star, tok_s_user=row.tok_s_user,
@@ -273,7 +267,7 @@ def size_parts(curve: Curve, request: PoolRequest, *, prefill: PrefillCurve | No
             if disagg:
                 parts.insert(len(parts) - 1, _prefill_part(prefill, t, tpm_t, ttft, isl, osl, pgpus, req))
         except SizingError as e:
-            errors.extend(label + p for p in e.problems if label + p not in errors)
+            errors.extend(Hinted(label, p) for p in e.problems if label + p not in errors)
     if errors:
         raise SizingError(errors)
     return PoolResult(status=DRAFT if req.interpolate else VERDICT, curve=curve, prefill_curve=prefill,

@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..hints import Hint, Hinted
 from .curve import SizingError, fmt_num
+
+#: The library's words for the statistic of the per-minute TPM a sizing takes (`ledger size --percentile`).
+PERCENTILE = Hint("percentile", "percentile")
 
 #: The TPM statistics a sizing may take from a workload.
 PERCENTILES = ("p50", "p95", "p99", "max", "mean")
@@ -49,14 +53,21 @@ def workload_inputs(w, percentile: str = "p99", *, time_to_ready_min: int | None
     ready) its largest rise over that many minutes (`w.ramp`, computed with ramp_minutes = it).
     SizingError when the workload holds no traffic to size from."""
     if percentile not in PERCENTILES:
-        raise SizingError(f"--percentile {percentile!r}: one of {', '.join(PERCENTILES)}")
+        raise SizingError(Hinted(PERCENTILE, f" {percentile!r}: one of {', '.join(PERCENTILES)}"))
     where = f"workload {w.period}" + (f" pool {w.pool}" if w.pool else "") + (f" product {w.product}" if w.product
                                                                                else "")
     tpm = (w.tpm or {}).get(percentile)
     problems = []
-    if not w.requests or not _finite(tpm) or tpm <= 0:
+    if not w.requests or not _finite(tpm) or tpm < 0 or not w.output_tokens:
         problems.append(f"{where}: no output tokens to size from ({w.requests or 0} requests, TPM {percentile} "
                         f"{tpm!r})")
+    elif tpm == 0:  # traffic, but the chosen minute is one of the empty ones
+        top = (w.tpm or {}).get("max")
+        highest = f" (max is {fmt_num(top, 0)})" if _finite(top) else ""
+        problems.append(Hinted(f"{where}: TPM {percentile} is 0: the {percentile} minute of its {w.minutes:,} minutes "
+                               f"served no output tokens ({w.requests:,} requests in all); pick a higher ", PERCENTILE,
+                               f"{highest} or a window with traffic throughout (", Hint("busy_window", ""),
+                               "over the busy hours)"))
     if not _finite(w.isl_mean) or not _finite(w.osl_mean) or w.osl_mean <= 0:
         problems.append(f"{where}: no mean ISL/OSL (ISL {w.isl_mean!r}, OSL {w.osl_mean!r})")
     rise = None

@@ -83,10 +83,13 @@ def init_store(url: str | None = None, *, connection: sa.Connection | None = Non
     home's fact files to the current layout (:func:`ledger.facts_layout.migrate`, under the ingest
     lock; nothing when the home has no facts folder yet).
 
-    Returns (revision before, revision after); running it twice changes nothing.
+    Returns (revision before, revision after); running it twice changes nothing. LayoutError
+    (:mod:`ledger.facts`), before the DB is touched, when the home's facts are in a layout this
+    ledger does not know.
     """
     from .. import facts_layout
 
+    facts_layout.layout_version(config.ledger_home())
     cfg = alembic_config(url)
     head = ScriptDirectory.from_config(cfg).get_current_head()
 

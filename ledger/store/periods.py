@@ -1,6 +1,7 @@
 """Accounting periods: month bounds, closing a month, the open period adjustments go to."""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
@@ -10,14 +11,27 @@ from ..models import Period
 from .db import StoreError
 
 
+#: A month as the ledger names it: four digits, a dash, two digits (``2026-10``).
+_MONTH = re.compile(r"(\d{4})-(\d{2})")
+#: The first and last months a period can be: [0001-01-01, 9999-12-01) is what a date holds (a
+#: period ends where the next month starts, and no date has the year 10000).
+FIRST_MONTH, LAST_MONTH = "0001-01", "9999-11"
+
+
 def month_bounds(name: str) -> tuple[datetime, datetime]:
-    """``2026-10`` -> [2026-10-01T00:00Z, 2026-11-01T00:00Z)."""
-    try:
-        y, m = (int(x) for x in name.split("-"))
-        start = datetime(y, m, 1, tzinfo=timezone.utc)
-    except (ValueError, TypeError):
-        raise StoreError(f"period {name!r} is not a month like 2026-10") from None
-    end = datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=timezone.utc)
+    """``2026-10`` -> [2026-10-01T00:00Z, 2026-11-01T00:00Z). StoreError (one line) for anything
+    but ``YYYY-MM`` with a month 01 to 12 (``2026-1`` and `` 2026-10`` are not month names: a
+    period closed under one name must be the period ingest checks under another), and for a month
+    outside :data:`FIRST_MONTH` .. :data:`LAST_MONTH`."""
+    m = _MONTH.fullmatch(name) if isinstance(name, str) else None
+    if m is None or not 1 <= int(m.group(2)) <= 12:
+        raise StoreError(f"period {name!r} is not a month like 2026-10")
+    y, mo = int(m.group(1)), int(m.group(2))
+    if not FIRST_MONTH <= name <= LAST_MONTH:
+        raise StoreError(f"period {name!r} is out of range: a period is a month from {FIRST_MONTH} to {LAST_MONTH} "
+                         "(it ends where the next month starts, and no date has the year 10000)")
+    start = datetime(y, mo, 1, tzinfo=timezone.utc)
+    end = datetime(y + (mo == 12), mo % 12 + 1, 1, tzinfo=timezone.utc)
     return start, end
 
 

@@ -11,9 +11,13 @@ from pathlib import Path
 import duckdb
 
 from .. import facts, store
+from ..hints import Hint, Hinted
 from .records import Bursts, Percentiles, Workload, WorkloadError
 
 MINUTE_US = 60_000_000
+#: The library's words for the bounds of a window and for a month (`ledger workload --from/--to/--period`).
+WINDOW_START, WINDOW_END = Hint("window_start", "the start"), Hint("window_end", "the end")
+MONTH, WINDOW = Hint("month", ""), Hint("window", "")
 _QS = "[0.5, 0.95, 0.99]"
 
 
@@ -35,6 +39,40 @@ def _what(period: str, pool: str | None, product: str | None) -> str:
     return " and ".join(p for p in parts if p) or "any pool or product"
 
 
+def _iso(at: datetime) -> str:
+    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def window_label(start: datetime, end: datetime) -> str:
+    """The name of a window that is not a month: the ISO 8601 interval ``<start>/<end>`` in UTC
+    (``2026-10-05T00:00:00Z/2026-10-06T00:00:00Z``); a workload's `period` is this or ``YYYY-MM``."""
+    return f"{_iso(start)}/{_iso(end)}"
+
+
+def _when(period: str, start: datetime, end: datetime) -> str:
+    """``in 2026-10`` for a month, ``from <start> to <end>`` for a window."""
+    return f"in {period}" if "/" not in period else f"from {_iso(start)} to {_iso(end)}"
+
+
+def check_window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """`start` and `end` in UTC, or WorkloadError (one line each): both aware instants on a whole
+    minute (the series counts whole minutes from `start`), `start` before `end`."""
+    problems = []
+    for what, at in ((WINDOW_START, start), (WINDOW_END, end)):
+        if not isinstance(at, datetime) or at.tzinfo is None:
+            problems.append(Hinted(what, f" {at}: give an instant with a UTC offset"))
+        elif at.second or at.microsecond:
+            problems.append(Hinted(what, f" {_iso(at)} is not on a whole minute: the workload counts whole minutes, "
+                                         f"so give {_iso(at.replace(second=0, microsecond=0))} or the minute after"))
+    if problems:
+        raise WorkloadError(problems)
+    start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+    if not start < end:
+        raise WorkloadError(Hinted(WINDOW_START, f" {_iso(start)} is not before ", WINDOW_END,
+                                   f" {_iso(end)} (the window is [from, to), end exclusive)"))
+    return start, end
+
+
 def _series(con: duckdb.DuckDBPyConnection, period: str, start: datetime, end: datetime, pool: str | None,
             product: str | None, now: datetime | None) -> int:
     """Pass 1 over the facts: ``_wl_min`` (minute index, output tokens, requests) and ``_wl_series``,
@@ -48,7 +86,7 @@ def _series(con: duckdb.DuckDBPyConnection, period: str, start: datetime, end: d
         FROM requests WHERE {where} GROUP BY 1""", params)
     last = con.execute("SELECT max(m) FROM _wl_min").fetchone()[0]
     if last is None:
-        raise WorkloadError(f"no requests occurred in {period} for {_what(period, pool, product)}")
+        raise WorkloadError(f"no requests occurred {_when(period, start, end)} for {_what(period, pool, product)}")
     now = now or datetime.now(timezone.utc)
     full = int((end - start).total_seconds()) // 60
     minutes = full if end <= now else int(last) + 1
@@ -125,17 +163,24 @@ def _hour_of_week(con: duckdb.DuckDBPyConnection, start: datetime) -> list[float
 
 
 def _hourly(con: duckdb.DuckDBPyConnection, start: datetime) -> tuple[tuple[datetime, float, float], ...]:
-    rows = con.execute("SELECT m // 60 AS h, avg(tokens), max(tokens) FROM _wl_series GROUP BY 1 ORDER BY 1").fetchall()
-    return tuple((start + timedelta(hours=int(h)), float(mean), float(mx)) for h, mean, mx in rows)
+    """Per UTC clock hour the series touches (a window may start within an hour: its first hour
+    holds the minutes from the start on)."""
+    rows = con.execute(f"SELECT ({start.minute} + m) // 60 AS h, avg(tokens), max(tokens) FROM _wl_series "
+                       "GROUP BY 1 ORDER BY 1").fetchall()
+    top = start.replace(minute=0, second=0, microsecond=0)
+    return tuple((top + timedelta(hours=int(h)), float(mean), float(mx)) for h, mean, mx in rows)
 
 
 def workload_of(con: duckdb.DuckDBPyConnection, *, period: str, start: datetime, end: datetime,
                 pool: str | None = None, product: str | None = None, ramp_minutes: int = 10,
                 now: datetime | None = None) -> Workload:
-    """The workload of ``[start, end)`` over a connection whose ``requests`` view has the facts'
-    columns (:func:`ledger.facts.connect`). WorkloadError when no request matches, or a bad window."""
+    """The workload of ``[start, end)`` (a month, or any window on whole minutes) over a connection
+    whose ``requests`` view has the facts' columns (:func:`ledger.facts.connect`); `period` names it
+    (``YYYY-MM``, or :func:`window_label`). WorkloadError when no request matches, or a bad window."""
     if ramp_minutes < 1:
-        raise WorkloadError(f"--ramp-minutes {ramp_minutes}: give a whole number of minutes >= 1")
+        raise WorkloadError(Hinted(Hint("ramp_minutes", "ramp minutes"),
+                                   f" {ramp_minutes}: give a whole number of minutes >= 1"))
+    start, end = check_window(start, end)
     con.execute("SET TimeZone = 'UTC'")
     minutes = _series(con, period, start, end, pool, product, now)
     tpm, rpm = _stats(con, "tokens"), _stats(con, "requests")
@@ -159,24 +204,39 @@ def largest_rise_of(con: duckdb.DuckDBPyConnection, *, period: str, start: datet
     """Only the largest rise of TPM over a window of `minutes` minutes (one pass over the facts)."""
     if minutes < 1:
         raise WorkloadError(f"a window of {minutes} minutes: give a whole number of minutes >= 1")
+    start, end = check_window(start, end)
     con.execute("SET TimeZone = 'UTC'")
     _series(con, period, start, end, pool, product, now)
     return _rise(con, minutes)
 
 
-def _open(session, period: str, home: Path | None) -> tuple[duckdb.DuckDBPyConnection, datetime, datetime]:
-    try:
-        start, end = store.month_bounds(period)
-    except store.StoreError as e:
-        raise WorkloadError(str(e)) from None
-    return facts.open_ledger_facts(session, home), start, end
+def _open(session, period: str | None, start: datetime | None, end: datetime | None,
+          home: Path | None) -> tuple[duckdb.DuckDBPyConnection, str, datetime, datetime]:
+    """The facts, the workload's name and its ``[start, end)``: the month `period`, or the window."""
+    if period is not None and (start is not None or end is not None):
+        raise WorkloadError(Hinted("give a month", MONTH, " or a window", WINDOW, ", not both"))
+    if period is not None:
+        try:
+            start, end = store.month_bounds(period)
+        except store.StoreError as e:
+            raise WorkloadError(str(e)) from None
+    elif start is None or end is None:
+        raise WorkloadError(Hinted("give a month", MONTH, ", or both ",
+                                   Hint("window_bounds", "the start and the end of a window")))
+    else:
+        start, end = check_window(start, end)
+        period = window_label(start, end)
+    return facts.open_ledger_facts(session, home), period, start, end
 
 
-def workload(session, period: str, *, pool: str | None = None, product: str | None = None, ramp_minutes: int = 10,
+def workload(session, period: str | None = None, *, start: datetime | None = None, end: datetime | None = None,
+             pool: str | None = None, product: str | None = None, ramp_minutes: int = 10,
              home: Path | None = None, now: datetime | None = None) -> Workload:
-    """The workload of the month `period` (``YYYY-MM``) from the ledger's committed request facts:
-    all requests, or those of `pool` and/or `product`. WorkloadError when nothing matches."""
-    con, start, end = _open(session, period, home)
+    """The workload of the month `period` (``YYYY-MM``), or of the window ``[start, end)`` (aware
+    instants on whole minutes: a day, an hour; its `period` is then :func:`window_label`), from the
+    ledger's committed request facts: all requests, or those of `pool` and/or `product`.
+    WorkloadError when nothing matches."""
+    con, period, start, end = _open(session, period, start, end, home)
     try:
         return workload_of(con, period=period, start=start, end=end, pool=pool, product=product,
                            ramp_minutes=ramp_minutes, now=now)
@@ -184,11 +244,13 @@ def workload(session, period: str, *, pool: str | None = None, product: str | No
         con.close()
 
 
-def largest_rise(session, period: str, minutes: int, *, pool: str | None = None, product: str | None = None,
+def largest_rise(session, period: str | None, minutes: int, *, start: datetime | None = None,
+                 end: datetime | None = None, pool: str | None = None, product: str | None = None,
                  home: Path | None = None, now: datetime | None = None) -> float:
     """The largest rise of output TPM over any window of `minutes` minutes in the month `period`
-    [output token/min]: max over t of TPM(t) - min of TPM over [t - minutes, t]."""
-    con, start, end = _open(session, period, home)
+    (or the window ``[start, end)``) [output token/min]: max over t of TPM(t) - min of TPM over
+    [t - minutes, t]."""
+    con, period, start, end = _open(session, period, start, end, home)
     try:
         return largest_rise_of(con, period=period, start=start, end=end, minutes=minutes, pool=pool,
                                product=product, now=now)

@@ -56,8 +56,9 @@ class Bursts:
 class Workload:
     """The traffic of one period, one pool and one product (None: all of them), from the request facts.
 
-    - `period` (``YYYY-MM``), `pool`, `product`; the series covers ``[start, end)``, `minutes` long
-      (the whole month; for the month still under way, up to the minute of its last request).
+    - `period` (``YYYY-MM``, or for a window that is not a month the ISO 8601 interval
+      ``<start>/<end>`` in UTC), `pool`, `product`; the series covers ``[start, end)``, `minutes`
+      long (the whole month or window; for one still under way, up to the minute of its last request).
     - `requests` (failed ones included: they loaded the fleet), `failed_requests` (status not ok),
       `input_tokens` (cached included), `cached_input_tokens`, `output_tokens`: totals [token].
     - `tpm`: output tokens per minute over every minute of the series (no request: 0), keys
@@ -70,7 +71,8 @@ class Workload:
       hour of the week (None when the series has no minute in it).
     - `ramp_minutes` and `ramp`: the largest rise of TPM over a window of that many minutes,
       max over t of (TPM(t) - min of TPM over [t - N, t]) [output token/min].
-    - `hourly`: per UTC hour of the series, (hour start, mean TPM, highest minute's TPM).
+    - `hourly`: per UTC clock hour of the series, (hour start, mean TPM over the series' minutes in
+      it, highest minute's TPM).
     """
 
     period: str

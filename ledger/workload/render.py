@@ -83,7 +83,9 @@ def workload_as_table(w: Workload) -> list[FitTable]:
     hour-of-week profile (hours down, days across)."""
     who = " · ".join(x for x in (f"pool {w.pool}" if w.pool else "all pools",
                                  f"product {w.product}" if w.product else "all products") if x)
-    head = f"workload {w.period} · {who} · {_n(w.minutes, 0)} minutes from {_iso(w.start)}"
+    span = f"{_n(w.minutes, 0)} minutes"
+    head = (f"workload {w.period} · {who} · {span} from {_iso(w.start)}" if "/" not in w.period
+            else f"workload {_iso(w.start)} to {_iso(w.end)} · {who} · {span}")  # a month, or a window
     series = FitTable(title=f"{head} · per minute (minutes without requests count as 0)", title_justify="left")
     series.add_column("per minute", numeric=False)
     for k in TPM_STATS:

@@ -26,11 +26,11 @@ from ..opening import _sha256
 from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _Source
 from ..rows import physical_lines
 from . import langfuse, langfuse_scores, litellm, mapfile, otel
-from .reading import SourceFile, open_source
+from .reading import SourceFile, open_source, unreadable
 
 #: source name -> its adapter module: KIND, TABLES, MAPPABLE, BUILT_IN, columns(src, m), table_problems(m); and
-#: optionally open_file (its own reader), prepare(con, m) (before any file), checks(m) (row problems of its
-#: own, over hidden ``_`` columns), LOOKED_UP (required columns it can find without the map).
+#: optionally open_file (its own reader), prepare(con, m) (before any file), checks(m, src) (row problems of
+#: its own, over hidden ``_`` columns), LOOKED_UP (required columns it can find without the map).
 SOURCES = {"litellm": litellm, "langfuse": langfuse, "otel": otel, "langfuse-scores": langfuse_scores}
 SCRATCH = "_adapters"
 STALE_SECONDS = 24 * 3600
@@ -82,7 +82,7 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
             sources.append(src)
         if problems:
             raise IngestError(problems, total)
-        origins = [{"path": x.label, "sha256": _sha256(x.path), "format": f"{source}:{x.fmt}",
+        origins = [{"path": x.label, "sha256": _sha256(x.path), "format": f"{source}:{x.fmt}{'.gz' * x.compressed}",
                     "bytes": x.path.stat().st_size} for x in sources]
         try:
             return ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
@@ -99,15 +99,16 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     """Write the ledger-format file `out` (rows in source order) and keep its row -> line map in table
     `lines`; returns the map's own problems: a required column with nothing at its path and no default."""
     spec = facts.KINDS[kind]
+    own, own_checks = _path_checks(src, cols)
+    cols = {**cols, **own}
     present = [c.name for c in spec.columns if c.name in cols]  # an optional column not given takes its default
     hidden = [c for c in cols if c.startswith("_")]  # the adapter's own: for its checks, and `_where` for problems
     select = ", ".join(f"{cols[c][0]} AS {q(c)}" for c in present + hidden)
     try:
         con.execute(f"CREATE TEMP TABLE {lines} AS SELECT _line, {select} FROM ({src.rows()}) ORDER BY _line")
     except duckdb.Error as e:
-        first = str(e).strip().splitlines()[0]
-        return [Problem(src.label, None, None, f"cannot read as {src.fmt}: {first}")], 1
-    checks = adapter.checks(m) if hasattr(adapter, "checks") else []
+        return [unreadable(src.label, src.fmt, src.read_path or src.path, e, src.shape)], 1
+    checks = own_checks + (adapter.checks(m, src) if hasattr(adapter, "checks") else [])
     if checks:
         where = " OR ".join(f"coalesce({flag}, false)" for flag, _, _ in checks)
         said = ", ".join(f"CASE WHEN coalesce({flag}, false) THEN {msg} END" for flag, _, msg in checks)
@@ -137,6 +138,20 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     keep = ", _where" if "_where" in cols else ""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT _line{keep} FROM {lines} ORDER BY _line")
     return [], 0
+
+
+def _path_checks(src: SourceFile, cols: dict[str, tuple[str, str]]) -> tuple[dict[str, tuple[str, str]], list]:
+    """The problems the map's and the adapter's paths can find in a row (a key written twice in one
+    JSON object, an object or a list where one value goes: ``sources.jsondocs``), as hidden columns
+    of their own and the checks over them; the field is named with the ledger columns it gives."""
+    extra, checks = {}, []
+    where = " || coalesce(' (' || _where || ')', '')" if "_where" in cols else ""
+    for i, (flag, path, msg) in enumerate(src.problems()):
+        users = [c for c, (_, f) in cols.items() if f == path and not c.startswith("_")]
+        extra[f"_path{i}"] = (f"coalesce({flag}, false)", path)
+        extra[f"_path{i}_said"] = (f"(CASE WHEN _path{i} THEN ({msg}){where} END)", path)  # the flag just above
+        checks.append((f"_path{i}", f"{path} ({', '.join(users)})" if users else path, f"_path{i}_said"))
+    return extra, checks
 
 
 def _translate(con, e: IngestError, converted: list[Path], sources: list[SourceFile],
@@ -175,7 +190,8 @@ def _file_lines(con, src: SourceFile, table: str, numbers: list[int]) -> dict[in
     if src.fmt == "parquet" or not numbers:
         return {n: n for n in numbers}
     rows = con.execute(f"SELECT count(*) FROM ({src.base})" if src.base else f"SELECT count(*) FROM {table}").fetchone()[0]
-    return physical_lines(_Source(path=src.path, label=src.label, fmt=src.fmt, columns=[], rows=rows), numbers)
+    return physical_lines(_Source(path=src.path, label=src.label, fmt=src.fmt, columns=[], rows=rows,
+                                  read_path=src.read_path, shape=src.shape), numbers)
 
 
 def _sweep_stale(root: Path) -> None:

@@ -7,19 +7,23 @@ The token rule (docs/adapters.md, with the LiteLLM code and issues it was checke
   writes). It is our ``input_tokens`` as it is. A map may say ``[tokens] prompt_includes_cache =
   false`` for logs of a LiteLLM that wrote Anthropic's uncached count there: then the reads and
   writes are added to it.
-- the cache reads are ``prompt_tokens_details.cached_tokens`` (else ``cache_read_input_tokens``) of
-  the usage object LiteLLM keeps in ``metadata.usage_object``; the cache writes are its
-  ``cache_creation_input_tokens``, of which ``cache_creation_token_details.ephemeral_1h_input_tokens``
-  had a 1-hour TTL (the rest: 5 minutes). They are parts of ``input_tokens``, never added again.
+- the cache reads are ``prompt_tokens_details.cached_tokens`` = ``cache_read_input_tokens`` of the
+  usage object LiteLLM keeps in ``metadata.usage_object``; the cache writes are its
+  ``cache_creation_input_tokens`` = ``prompt_tokens_details.cache_creation_tokens``, of which
+  ``cache_creation_token_details.ephemeral_1h_input_tokens`` (at the top, or under
+  ``prompt_tokens_details``) had a 1-hour TTL (the rest: 5 minutes). LiteLLM's ``Usage`` writes the
+  same tokens in both places: each is counted once, and two places with two numbers are refused
+  (:func:`checks`). They are parts of ``input_tokens``, never added again.
 - ``completion_tokens`` includes reasoning (``completion_tokens_details.reasoning_tokens``).
 - ``status`` ``success`` is ok, ``failure`` is error; ``spend`` (USD, a DOUBLE PRECISION column) is
-  kept as ``reported_cost``, rounded to 12 decimal places here, explicitly.
+  kept as ``reported_cost``, rounded to 12 decimal places here, explicitly, from its digits as
+  written (never through a double).
 """
 from __future__ import annotations
 
 from .mapfile import SourceMap, parse_path
 from .reading import SourceFile, instant
-from .sql import cost, mapped, millis, path, plus, whole
+from .sql import agreed, cost, disagreement, mapped, millis, path, plus, whole
 
 KIND = "requests"
 TABLES = ("tokens",)
@@ -60,26 +64,63 @@ def columns(src: SourceFile, m: SourceMap) -> dict[str, tuple[str, str]]:
     out["occurred_at"] = (instant(out["occurred_at"][0], naive), out["occurred_at"][1])
     status, field = out["status"]
     out["status"] = (f"(CASE {status} WHEN 'success' THEN 'ok' WHEN 'failure' THEN 'error' ELSE {status} END)", field)
-    cached_a, cached_b = u("prompt_tokens_details.cached_tokens"), u("cache_read_input_tokens")
-    cached = f"coalesce({cached_a[0]}, {cached_b[0]})"
-    writes, writes_f = u("cache_creation_input_tokens")
-    w1h, w1h_f = u("cache_creation_token_details.ephemeral_1h_input_tokens")
+    # The same tokens, where LiteLLM's Usage writes them more than once (litellm/types/utils.py: Usage.__init__
+    # copies cache_read_input_tokens into prompt_tokens_details.cached_tokens and cache_creation_input_tokens
+    # into prompt_tokens_details.cache_creation_tokens; the 5-minute/1-hour split is the wrapper's
+    # cache_creation_token_details): counted once; two places holding two numbers are refused.
+    reads = agreed([u("prompt_tokens_details.cached_tokens"), u("cache_read_input_tokens"),
+                    u("prompt_cache_hit_tokens")], "reads", out, "cache reads")
+    writes = agreed([u("cache_creation_input_tokens"), u("prompt_tokens_details.cache_creation_tokens")],
+                    "writes", out, "cache writes")
+    w5 = agreed([u("cache_creation_token_details.ephemeral_5m_input_tokens"),
+                 u("prompt_tokens_details.cache_creation_token_details.ephemeral_5m_input_tokens")],
+                "writes_5m", out, "5-minute cache writes")
+    w1h = agreed([u("cache_creation_token_details.ephemeral_1h_input_tokens"),
+                  u("prompt_tokens_details.cache_creation_token_details.ephemeral_1h_input_tokens")],
+                 "writes_1h", out, "1-hour cache writes")
+    w, f5, h1 = whole(writes), whole(w5), whole(w1h)
+    given = lambda t: f"nullif({t}, '') IS NOT NULL"  # noqa: E731
+    # all the writes: as written, else the sum of their 5-minute and 1-hour parts
+    parts = plus("'0'", w5, w1h)
+    total = f"(CASE WHEN {given(writes)} THEN {writes} WHEN {given(w5)} OR {given(w1h)} THEN {parts} END)"
+    one_h = (f"(CASE WHEN {given(w1h)} THEN {w1h} WHEN {f5} IS NOT NULL AND {w} IS NOT NULL "
+             f"THEN CAST({w} - {f5} AS VARCHAR) END)")
+    five = (f"(CASE WHEN {whole(total)} IS NOT NULL AND {whole(one_h)} IS NOT NULL "
+            f"THEN CAST({whole(total)} - {whole(one_h)} AS VARCHAR) ELSE {total} END)")
+    out["_split_bad"] = (f"({w} IS NOT NULL AND ({f5} > {w} OR {h1} > {w} OR ({f5} IS NOT NULL AND {h1} IS NOT NULL "
+                         f"AND {f5} + {h1} <> {w})))", u("cache_creation_input_tokens")[1])
+    out["_split_said"] = (f"(CASE WHEN {out['_split_bad'][0]} THEN 'the cache writes ' || {writes} || ' are not their "
+                          f"5-minute part ' || coalesce({w5}, '-') || ' + their 1-hour part ' || coalesce({w1h}, '-') END)",
+                          u("cache_creation_input_tokens")[1])
     prompt = at("prompt_tokens")
     out["input_tokens"] = ((prompt, "prompt_tokens") if inclusive else
-                           (plus(prompt, cached, writes),
+                           (plus(prompt, reads, total),
                             "prompt_tokens + cache_read_input_tokens + cache_creation_input_tokens"))
-    out["cached_input_tokens"] = (cached, f"{cached_a[1]} or {cached_b[1]}")
-    five = (f"(CASE WHEN {whole(writes)} IS NOT NULL AND {whole(w1h)} IS NOT NULL "
-            f"THEN CAST({whole(writes)} - {whole(w1h)} AS VARCHAR) ELSE {writes} END)")
-    out["cache_write_input_tokens"] = (five, f"{writes_f} - {w1h_f}")
-    out["cache_write_1h_input_tokens"] = (w1h, w1h_f)
+    out["cached_input_tokens"] = (reads, " or ".join(f for _, f in (u("prompt_tokens_details.cached_tokens"),
+                                                                     u("cache_read_input_tokens"))))
+    out["cache_write_input_tokens"] = (five, f"{u('cache_creation_input_tokens')[1]} - "
+                                             f"{u('cache_creation_token_details.ephemeral_1h_input_tokens')[1]}")
+    out["cache_write_1h_input_tokens"] = (one_h, u("cache_creation_token_details.ephemeral_1h_input_tokens")[1])
     out["output_tokens"] = (at("completion_tokens"), "completion_tokens")
     out["reasoning_tokens"] = u("completion_tokens_details.reasoning_tokens")
     start, first, end = (instant(at(f), naive) for f in ("startTime", "completionStartTime", "endTime"))
     out["ttft_ms"] = (millis(start, first), "completionStartTime - startTime")
     out["latency_ms"] = (millis(start, end), "endTime - startTime")
     spend = at("spend")
-    out["reported_cost"] = (cost(spend), "spend")
+    out["reported_cost"] = (cost(src, path("spend")), "spend")
     if "reported_currency" not in out:
         out["reported_currency"] = (f"(CASE WHEN nullif({spend}, '') IS NOT NULL THEN 'USD' END)", "spend")
     return out
+
+
+def checks(m: SourceMap, src: SourceFile | None = None) -> list[tuple[str, str, str]]:
+    """Row problems of this source: the same tokens written in two places of the usage object with two
+    numbers (which is right would be a guess), and cache writes that are not their two parts."""
+    usage = m.extra.get("tokens", {}).get("usage", USAGE)
+    return [disagreement("reads", f"{usage}.prompt_tokens_details.cached_tokens (cached_input_tokens)"),
+            disagreement("writes", f"{usage}.cache_creation_input_tokens (cache_write_input_tokens)"),
+            disagreement("writes_5m", f"{usage}.cache_creation_token_details.ephemeral_5m_input_tokens "
+                                      "(cache_write_input_tokens)"),
+            disagreement("writes_1h", f"{usage}.cache_creation_token_details.ephemeral_1h_input_tokens "
+                                      "(cache_write_1h_input_tokens)"),
+            ("_split_bad", f"{usage}.cache_creation_input_tokens (cache_write_input_tokens)", "_split_said")]

@@ -17,10 +17,10 @@ an :class:`IngestError` naming the map file and the key, before any source row i
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ... import tomlfile
 from ..records import IngestError, Problem
 
 _SEGMENT = r"[A-Za-z_][A-Za-z0-9_\-]*"
@@ -37,8 +37,18 @@ class FieldPath:
 
     def json_path(self, with_root: bool = False) -> str:
         """The DuckDB JSON path of the part after the root (or of the whole path, `with_root`)."""
+        return json_path(self.segments(with_root))
+
+    def segments(self, with_root: bool = False) -> list[str | int]:
+        """The steps of the path after the root (or of the whole path, `with_root`): a key's name, or a
+        list index (an int)."""
         parts = re.findall(rf"\.({_SEGMENT})|\[([0-9]+)\]", ("." + self.root if with_root else "") + self.rest)
-        return "$" + "".join(f'."{name}"' if name else f"[{index}]" for name, index in parts)
+        return [name if name else int(index) for name, index in parts]
+
+
+def json_path(steps: list[str | int]) -> str:
+    """The DuckDB JSON path of `steps` (``$."a"[0]``; ``$`` for none)."""
+    return "$" + "".join(f'."{s}"' if isinstance(s, str) else f"[{s}]" for s in steps)
 
 
 def parse_path(text: str) -> FieldPath | None:
@@ -73,11 +83,13 @@ def load(path: Path, allowed: set[str], tables: tuple[str, ...] = (), must: tupl
     ``[columns]`` and ``[pool]``. Raises IngestError (file, key, what), every problem at once."""
     label = str(path)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = tomlfile.loads(tomlfile.read_text(path, label), label)
     except FileNotFoundError:
         raise IngestError([Problem(label, None, None, "no such map file")]) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise IngestError([Problem(label, None, None, f"not a TOML map: {e}")]) from None
+    except OSError as e:
+        raise IngestError([Problem(label, None, None, f"cannot read the map: {e.strerror or e}")]) from None
+    except tomlfile.TomlError as e:  # not UTF-8, a syntax error, values nested too deep: line and column
+        raise IngestError([Problem(label, None, None, e.message)]) from None
     problems: list[Problem] = []
 
     def bad(key: str, message: str) -> None:

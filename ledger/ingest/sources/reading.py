@@ -1,20 +1,28 @@
 """Open a source file (CSV, JSON Lines or Parquet) as a DuckDB relation with its line numbers, and
 turn map paths into SQL over it: the adapters' only way to read a source (no per-row Python).
 
-``_line`` counts records as the plain ingest's pass does (the CSV header is 1, JSON Lines objects
-and Parquet rows from 1); problems are told as the file's physical lines (blank lines and quoted
-line breaks counted) by ``rows.physical_lines``, as the plain ingest tells them.
+``_line`` counts records as the plain ingest's pass does (the CSV header is 1, JSON objects and
+Parquet rows from 1); problems are told as the file's physical lines (blank lines and quoted line
+breaks counted; for JSON, the line an object starts on) by ``rows.physical_lines``, as the plain
+ingest tells them. A file is opened as the plain ingest opens it (``ingest.shapes``): gzip unpacked,
+JSON of every shape (JSON Lines, an array of objects, objects over many lines) read one object a
+record.
 """
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..checks import OFFSET_RE, lit, q
-from ..opening import readable_path
-from ..records import FORMATS, IngestError, Problem
+from ..checks import DECIMAL_RE, OFFSET_RE, lit, q
+from ..opening import _csv_header, format_named, parquet_names, unreadable_csv, unreadable_json
+from ..records import IngestError, Problem, _first_line, _Source
+from ..shapes import MAX_OBJECT_BYTES, json_reader, readable
+from .jsondocs import Documents
 from .mapfile import FieldPath
+
+#: The most bytes one JSON object of a source may have (DuckDB's own default for a JSON object):
+#: a pretty-printed OTLP document is one object, larger than a ledger row.
+SOURCE_OBJECT_BYTES = MAX_OBJECT_BYTES
 
 
 @dataclass
@@ -30,42 +38,70 @@ class SourceFile:
     relation: str
     types: dict[str, str]
     base: str | None = None
-    #: JSON documents whose paths are asked for: SQL of the document -> (column name, JSON paths).
-    #: Each document is parsed once per row, for all its paths (``json_extract_string`` of a list).
-    docs: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    #: The JSON documents whose paths are asked for, and the problems those paths found
+    #: (``sources.jsondocs``: two parses per document and row, for all its paths).
+    docs: Documents = field(default_factory=Documents)
+    #: What the readers read (`path`, or its unpacked copy: ledger.ingest.shapes), whether `path` was
+    #: gzip, and for JSON its shape (``lines``, ``array``, ``documents``).
+    read_path: Path | None = None
+    compressed: bool = False
+    shape: str | None = None
 
     def value(self, path: FieldPath) -> str:
-        """SQL: the text at `path` in a row (NULL when the row has nothing there), over :meth:`rows`."""
+        """SQL: the text at `path` in a row (NULL when the row has nothing there), over :meth:`rows`.
+        A path goes on inside a string that holds JSON, in every format (``sources.jsondocs``); an
+        object or a list at the end of the path, or a key written twice on the way, is a problem of
+        the row (:meth:`problems`)."""
+        at = self._at(path)
+        if isinstance(at, str):
+            self.docs.plain(at, path.text)
+            return at
+        return self.docs.text(*at, path.text) if at else "CAST(NULL AS VARCHAR)"
+
+    def decimal(self, path: FieldPath, scale: int) -> str:
+        """SQL: the number at `path` as DECIMAL(38,`scale`), from its digits as written (never through
+        a double), rounded to `scale` places; NULL when the value is not a number or does not fit.
+        A typed Parquet DOUBLE is its shortest text (``0.1``)."""
+        at = self._at(path)
+        if isinstance(at, str):
+            self.docs.plain(at, path.text)
+            return (f"(CASE WHEN regexp_full_match(trim({at}), {lit(DECIMAL_RE)}) "
+                    f"THEN TRY_CAST(trim({at}) AS DECIMAL(38,{scale})) END)")
+        return self.docs.decimal(*at, path.text, scale) if at else "CAST(NULL AS DECIMAL(38,0))"
+
+    def is_json(self, path: FieldPath) -> bool:
+        """Whether `path` is read from JSON (its numbers' digits as written), not from a text field."""
+        return not isinstance(self._at(path), str)
+
+    def _at(self, path: FieldPath):
+        """Where `path` is: SQL of a text field (a CSV or Parquet field itself), (document, steps), or None."""
         if self.fmt == "jsonl":
-            return self._at("_j", path.json_path(with_root=True))
+            return self.docs.root("_j"), path.segments(with_root=True)
         t = self.types.get(path.root)
         if t is None:
-            return "CAST(NULL AS VARCHAR)"
+            return None
         col = q(path.root)
-        if not path.rest:
+        nested = t.startswith(("STRUCT", "MAP", "UNION")) or t.endswith("]")
+        if not path.rest and not nested:
             return col if t == "VARCHAR" else f"CAST({col} AS VARCHAR)"
-        doc = f"(CASE WHEN json_valid({col}) THEN {col} END)" if t == "VARCHAR" else f"to_json({col})"
-        return self._at(doc, path.json_path())
+        if not path.rest:
+            return f"CAST(to_json({col}) AS VARCHAR)"
+        return self.docs.root(f"TRY_CAST({col} AS JSON)" if t == "VARCHAR" else f"to_json({col})"), path.segments()
 
-    def _at(self, doc: str, json_path: str) -> str:
-        name, paths = self.docs.setdefault(doc, (f"_doc{len(self.docs)}_{uuid.uuid4().hex[:6]}", []))
-        if json_path not in paths:
-            paths.append(json_path)
-        return f"{name}[{paths.index(json_path) + 1}]"
+    def problems(self) -> list[tuple[str, str, str]]:
+        """(condition SQL, path, message SQL) of the problems the asked paths can find in a row."""
+        return self.docs.problems()
 
     def rows(self) -> str:
-        """The relation with the asked-for JSON values as list columns (one parse per document)."""
-        if not self.docs:
-            return self.relation
-        lists = ", ".join(f"json_extract_string({doc}, [{', '.join(lit(p) for p in paths)}]) AS {name}"
-                          for doc, (name, paths) in self.docs.items())
-        return f"SELECT *, {lists} FROM ({self.relation})"
+        """The relation with the asked-for documents' columns (two parses per document and row)."""
+        return self.docs.select(self.relation)
 
 
 
 def kept(src: SourceFile, where: str) -> SourceFile:
     """`src` with only the records for which the SQL condition `where` holds (line numbers kept)."""
-    return replace(src, relation=f"SELECT * FROM ({src.rows()}) WHERE {where}", base=src.base or src.relation, docs={})
+    return replace(src, relation=f"SELECT * FROM ({src.rows()}) WHERE {where}", base=src.base or src.relation,
+                   docs=Documents(flags=dict(src.docs.flags)))
 
 
 def instant(text: str, naive_utc: bool) -> str:
@@ -76,27 +112,91 @@ def instant(text: str, naive_utc: bool) -> str:
     return f"(CASE WHEN regexp_matches(trim({text}), {lit(OFFSET_RE)}) THEN {text} ELSE trim({text}) || '+00:00' END)"
 
 
+class Fields(dict):
+    """A CSV or Parquet source's top-level fields -> their DuckDB type, looked up by a map path's root
+    as the file spells it, or but for case when one field of the file matches (a warehouse export
+    writes ``starttime`` or ``STARTTIME`` for LiteLLM's ``startTime``; DuckDB's own names resolve
+    without case). A root that two fields match (they differ only in case, or the header repeats a
+    name) is refused, naming both: IngestError from :meth:`get`, raised while the adapter builds its
+    SQL, before any row is converted."""
+
+    def __init__(self, types: dict[str, str], names: list[str], label: str, line: int | None):
+        super().__init__(types)
+        self.label, self.line = label, line
+        self.groups: dict[str, list[str]] = {}
+        for real, duck in zip(names, types):
+            self.groups.setdefault(real.casefold(), []).append(duck)
+        self.spelled = dict(zip(types, names))
+
+    def _find(self, key) -> str | None:
+        found = self.groups.get(key.casefold(), []) if isinstance(key, str) else []
+        if len(found) > 1:
+            mine = [self.spelled[f] for f in found]
+            first = key if key in mine else mine[0]
+            other = next((m for m in mine if m != first), first)
+            what = (f"the header names {first!r} twice" if other == first else
+                    f"the file has both {first!r} and {other!r}: names that differ only in case are ambiguous")
+            raise IngestError([Problem(self.label, self.line, key, f"{what} (keep one)")])
+        return found[0] if found else None
+
+    def get(self, key, default=None):
+        found = self._find(key)
+        return super().get(found, default) if found is not None else default
+
+    def __getitem__(self, key):
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        return super().__getitem__(found)
+
+    def __contains__(self, key) -> bool:  # present, even when ambiguous (reading it is refused)
+        return isinstance(key, str) and bool(self.groups.get(key.casefold()))
+
+
 def open_source(con, path: Path, fmt: str | None, link_dir: Path) -> SourceFile:
-    """The source file at `path` as a relation; IngestError when it is missing or does not read."""
+    """The source file at `path` as a relation; IngestError when it is missing or does not read.
+    `link_dir` is the conversion's scratch folder (links to names with glob characters, unpacked gzip)."""
     label = str(path)
     path = Path(path)
     if not path.is_file():
         raise IngestError([Problem(label, None, None, "no such file")])
-    fmt = fmt or FORMATS.get(path.suffix.lower())
+    fmt = format_named(path, fmt)
     if fmt not in ("csv", "jsonl", "parquet"):
         raise IngestError([Problem(label, None, None,
                                    f"cannot tell the format from the extension {path.suffix!r}; use --format")])
-    read = lit(str(readable_path(path, link_dir)))
+    data = readable(path, label, fmt, link_dir)
+    read = lit(str(data.path))
+    names = None
     if fmt == "csv":
+        head = _Source(path=path, label=label, fmt="csv", columns=[], read_path=data.path)
+        bad = _csv_header(head)
+        if bad:
+            raise IngestError(bad)
+        names = head.columns
         rel = (f"SELECT row_number() OVER () + 1 AS _line, * FROM read_csv({read}, header=true, all_varchar=true, "
                "delim=',', quote='\"', escape='\"', strict_mode=true)")
     elif fmt == "jsonl":
-        rel = f"SELECT row_number() OVER () AS _line, json AS _j FROM read_ndjson_objects({read})"
+        rel = (f"SELECT row_number() OVER () AS _line, json AS _j FROM "
+               f"{json_reader(data.path, data.shape, SOURCE_OBJECT_BYTES)}")
     else:
         rel = f"SELECT row_number() OVER () AS _line, * FROM read_parquet({read})"
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE {rel}").fetchall() if r[0] != "_line"}
     except Exception as e:  # duckdb.Error: not that format
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise IngestError([Problem(label, None, None, f"cannot read as {fmt}: {first}")]) from None
-    return SourceFile(path=path, label=label, fmt=fmt, relation=rel, types={} if fmt == "jsonl" else types)
+        raise IngestError([unreadable(label, fmt, data.path, e, data.shape)]) from None
+    if fmt == "parquet":
+        names = parquet_names(con, data.path, list(types))
+    fields = {} if fmt == "jsonl" else Fields(types, names if names and len(names) == len(types) else list(types),
+                                              label, 1 if fmt == "csv" else None)
+    return SourceFile(path=path, label=label, fmt=fmt, relation=rel, types=fields, read_path=data.path,
+                      compressed=data.gzip, shape=data.shape)
+
+
+def unreadable(label: str, fmt: str, read_path: Path, e: BaseException, shape: str | None) -> Problem:
+    """The problem of a source file DuckDB could not read: for JSON, the first place that is not JSON
+    of its shape, in the ledger's words (file, line, column); else DuckDB's first line."""
+    if fmt == "jsonl":
+        return unreadable_json(read_path, label, shape or "lines", SOURCE_OBJECT_BYTES, e)
+    if fmt == "csv":
+        return unreadable_csv(read_path, label, e)
+    return Problem(label, None, None, f"cannot read as {fmt}: {_first_line(e)}")

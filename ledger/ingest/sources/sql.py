@@ -3,6 +3,7 @@ parts, durations between two instants. Every value stays text until the plain in
 a bad source value is reported as it was written, never turned into a number here."""
 from __future__ import annotations
 
+from ..checks import lit
 from .mapfile import FieldPath, parse_path
 
 
@@ -40,13 +41,42 @@ def millis(start: str, end: str) -> str:
     return f"CAST((epoch_us({b}) - epoch_us({a})) / 1000.0 AS DOUBLE)"
 
 
-def cost(text: str) -> str:
-    """SQL: a cost written as a JSON or CSV number (a double), as DECIMAL(38,12) text: rounded to 12
-    places here, explicitly (docs/adapters.md); a value that is not a number is kept for the ingest to
-    refuse."""
-    num = f"TRY_CAST(trim({text}) AS DOUBLE)"
-    return (f"(CASE WHEN {num} IS NULL OR NOT isfinite({num}) THEN nullif({text}, '') "
-            f"ELSE coalesce(CAST(TRY_CAST(round({num}, 12) AS DECIMAL(38,12)) AS VARCHAR), {text}) END)")
+def cost(src, p: FieldPath) -> str:
+    """SQL: a cost at path `p` (a JSON or CSV number, a DOUBLE PRECISION column: LiteLLM's ``spend``,
+    Langfuse's ``total_cost``) as DECIMAL(38,12) text, rounded to 12 places here, explicitly
+    (docs/adapters.md), from its digits as written: never through a double. A value that is not a
+    number, or too large for 12 places, is kept as written for the ingest to refuse."""
+    text, dec = src.value(p), src.decimal(p, 12)
+    return f"(CASE WHEN {dec} IS NOT NULL THEN CAST({dec} AS VARCHAR) ELSE nullif({text}, '') END)"
+
+
+def agreed(places: list[tuple[str, str]], name: str, out: dict[str, tuple[str, str]], what: str,
+           key=None) -> str:
+    """SQL: the value that `places` (``(SQL text, source field)``, where a source writes the same thing
+    more than once, e.g. LiteLLM's ``cache_creation_input_tokens`` and
+    ``prompt_tokens_details.cache_creation_tokens``) hold: the first one given, counted once. Two that
+    hold different values (compared as whole numbers, or by `key`: SQL of a text) are a problem of the
+    row (hidden columns ``_NAME_differ`` and its message ``_NAME_differ_said`` in `out`, for the
+    adapter's :func:`disagreement` check): which one is right would be a guess."""
+    texts = [t for t, _ in places]
+    if len(places) < 2:
+        out[f"_{name}_differ"] = ("false", places[0][1])
+        out[f"_{name}_differ_said"] = ("CAST(NULL AS VARCHAR)", places[0][1])
+        return texts[0]
+    key = key or whole
+    pairs = [(a, b) for i, a in enumerate(texts) for b in texts[i + 1:]]
+    differ = "(" + " OR ".join(f"(CASE WHEN {a} IS NULL OR {b} IS NULL THEN false ELSE coalesce({key(a)} <> {key(b)}, "
+                               "false) END)" for a, b in pairs) + ")"
+    given = ", ".join(f"(CASE WHEN nullif({t}, '') IS NOT NULL THEN {lit(f)} || ' ' || {t} END)" for t, f in places)
+    said = f"concat_ws(' and ', {given}) || {lit(f' disagree: the same {what} cannot be two values')}"
+    out[f"_{name}_differ"] = (differ, places[0][1])
+    out[f"_{name}_differ_said"] = (f"(CASE WHEN {differ} THEN {said} END)", places[0][1])
+    return first_of(*texts)
+
+
+def disagreement(name: str, field: str) -> tuple[str, str, str]:
+    """The check of :func:`agreed`'s hidden columns for `name`, told on `field`."""
+    return (f"_{name}_differ", field, f"_{name}_differ_said")
 
 
 def mapped(src, m, built_in: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
@@ -54,8 +84,6 @@ def mapped(src, m, built_in: dict[str, tuple[str, str]]) -> dict[str, tuple[str,
     map's own columns over them (a map column with a default takes it when the row has nothing there),
     and the map's ``[pool]`` rule: a row whose `from` value is listed was served by that pool and has
     no provider."""
-    from ..checks import lit
-
     out = {c: v for c, v in built_in.items() if c not in m.columns}
     for col, cm in m.columns.items():
         v = src.value(cm.path)
