@@ -6,8 +6,9 @@ import errno
 import json
 import os
 import sys
+from contextvars import ContextVar
 from datetime import datetime, timezone
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Optional
 
 import typer
@@ -16,6 +17,8 @@ from typer.core import TyperGroup
 
 from . import config, store
 from . import formats
+from .errors import LedgerError
+from .hints import say
 from .outputs import StdoutError
 
 
@@ -41,11 +44,24 @@ plural = formats.plural
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def fail(lines: list[str] | str, code: int = 1) -> None:
-    """Print one line per problem to stderr and exit non-zero."""
+def fail(lines: Collection[object] | str, code: int = 1) -> None:
+    """Print one line per problem to stderr (a :class:`~ledger.errors.Problem` as its line) and exit
+    non-zero. The one printer of problems: a :class:`~ledger.errors.LedgerError` raised in a command
+    reaches it through :class:`RootGroup`."""
     for line in [lines] if isinstance(lines, str) else lines:
         err.print(str(line), markup=False)
     raise typer.Exit(code)
+
+
+#: How the running command words the hints of the library's lines (:mod:`ledger.hints`): key -> words.
+_WORDS: ContextVar[Mapping[str, str]] = ContextVar("ledger_command_words", default={})
+
+
+def words(names: Mapping[str, str]) -> None:
+    """Say the hints of a :class:`~ledger.errors.LedgerError` that ends the running command in these
+    words (its options: ``{"repair": "use --repair"}``); called first thing by a command whose
+    library marks remedies with hints. :class:`RootGroup` prints the error's lines with them."""
+    _WORDS.set(names)
 
 
 def print_json(data: object) -> None:
@@ -91,9 +107,9 @@ def open_session():
     s = s_cm.__enter__()
     try:
         store.check_initialized(s)
-    except store.StoreError as e:
+    except store.StoreError:
         s_cm.__exit__(None, None, None)
-        fail(str(e))
+        raise
     except Exception as e:  # cannot connect, etc.
         s_cm.__exit__(None, None, None)
         fail(f"cannot open the ledger DB ({config.database_url().split('@')[-1]}): {e}")
@@ -116,10 +132,7 @@ def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) 
     if period and (frm or to):
         fail("give either --period or --from/--to, not both")
     if period:
-        try:
-            return store.month_bounds(period)
-        except store.StoreError as e:
-            fail(str(e))
+        return store.month_bounds(period)
     if not (frm and to):
         fail("give --period YYYY-MM, or both --from and --to")
     start, end = parse_instant(frm, "--from"), parse_instant(to, "--to")
@@ -198,23 +211,22 @@ def run(app: Callable[[], object]) -> None:
     raise SystemExit(code)
 
 
-def refusals_from_below() -> tuple[type[Exception], ...]:
-    """Errors raised from below a command's own checks that are one clear line each, wherever they
-    arise (the facts of an unknown layout): :class:`RootGroup` prints them and exits 1."""
-    from .facts import LayoutError
-
-    return (LayoutError,)
-
-
 class RootGroup(TyperGroup):
-    """The root command group: a refusal of :func:`refusals_from_below` raised anywhere in a command
-    is its one line on stderr and exit status 1, never a traceback."""
+    """The root command group: a :class:`~ledger.errors.LedgerError` raised anywhere in a command
+    (an input refused, a run not found, facts of an unknown layout) is its problems on stderr, one
+    line each, with the hints in the command's words (:func:`words`), and its exit status, never a
+    traceback. A failing standard output (:class:`~ledger.outputs.StdoutError`) is :func:`run`'s."""
 
     def invoke(self, ctx):
+        token = _WORDS.set({})
         try:
             return super().invoke(ctx)
-        except refusals_from_below() as e:
-            fail(str(e))
+        except StdoutError:
+            raise
+        except LedgerError as e:
+            fail(say(e.lines(), _WORDS.get()), e.code)
+        finally:
+            _WORDS.reset(token)
 
 
 def one_format(as_json: bool, as_csv: bool) -> None:

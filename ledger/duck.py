@@ -31,6 +31,8 @@ from pathlib import Path
 import duckdb
 
 from . import config
+from .errors import LedgerError
+from .sqltext import literal
 
 MEMORY_ENV = "LEDGER_MEMORY_LIMIT"
 THREADS_ENV = "LEDGER_THREADS"
@@ -54,7 +56,7 @@ _FOLDER = re.compile(r"^duckdb-[a-z][a-z0-9_]*-(?P<host>.+)-(?P<pid>\d+)-\d+$")
 _serial = itertools.count()
 
 
-class SettingError(ValueError):
+class SettingError(LedgerError, ValueError):
     """A ledger setting (an environment variable) with a value the ledger cannot use; one line."""
 
 
@@ -164,10 +166,6 @@ def sweep(root: Path) -> list[Path]:
     return removed
 
 
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def connect(purpose: str, *, home: Path | None = None, ordered: bool = False) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection for `purpose` (a short lowercase name: ``ingest``, ``facts``,
     ``check``, ...) under the ledger's memory limit, spilling into the ledger home (`home`, default
@@ -183,7 +181,7 @@ def connect(purpose: str, *, home: Path | None = None, ordered: bool = False) ->
     con = duckdb.connect()
     try:
         con.execute(f"SET memory_limit = '{max(limit // 1024, 1)}KiB'")
-        con.execute(f"SET temp_directory = {_sql_text(str(spill))}")
+        con.execute(f"SET temp_directory = {literal(str(spill))}")
         con.execute(f"SET preserve_insertion_order = {'true' if ordered else 'false'}")
         if n_threads is not None:
             con.execute(f"SET threads = {n_threads}")

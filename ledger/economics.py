@@ -12,10 +12,11 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from decimal import Decimal, localcontext
 
 from .allocate import CATEGORIES, KINDS, VARIANCE, Allocation, Flag, Line, Tasks, Usage, period_label
+from .instants import iso
 from .money import ZERO, fmt, quantize
 
 BY = ("tenant", "product", "model")
@@ -255,11 +256,6 @@ def opt(d: Decimal | None) -> str | None:
 def ratio(d: Decimal | None) -> str | None:
     """A ratio or share (already rounded) as a plain decimal string, None as None."""
     return None if d is None else format(d, "f")
-
-
-def iso(at: datetime | None) -> str | None:
-    """An aware instant in UTC, ISO 8601 with ``Z``; None as None."""
-    return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def all_in_entry(total: Decimal, successes: int) -> dict:

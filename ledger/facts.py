@@ -1,6 +1,6 @@
 """The columnar usage store: Parquet files per kind, month and committed batch, queried with DuckDB.
 
-Layout (version 2, docs/facts.md): ``<LEDGER_HOME>/facts/<kind>/month=YYYY-MM/<batch_id>-<n>.parquet``,
+Layout (version 2, docs/facts.md): ``<home>/facts/<kind>/month=YYYY-MM/<batch_id>-<n>.parquet``,
 Hive-style partitions by the UTC month of ``booked_at``, so that DuckDB, Spark and Trino read a kind
 by path and prune by period. A file is part of the ledger only when the ledger DB holds a committed
 batch with that id: the DB row is the commit point, so a file left by a killed ingest is never read
@@ -25,6 +25,9 @@ the adapters of ``ledger ingest --from``) reads as its default in the older file
 The batch a row came from is its file's name; the batch row in the DB lists the source files and
 their digests. (Files written before 2026-11 also carry ``_hash``, a 64-bit hash of the row; it is
 no longer read: a re-sent key's content is compared column by column when it is ingested.)
+
+Every function that finds files takes the ledger home's folder, `home` (:attr:`ledger.config.Home.path`),
+as a parameter: none reads the environment, so two homes can be read in one process.
 """
 from __future__ import annotations
 
@@ -37,9 +40,11 @@ from pathlib import Path
 
 import duckdb
 
-from . import config, duck, vocab
+from . import duck, vocab
+from .errors import LedgerError
 from .money import decimal_text_sql
 from .pricebook.records import SERVICE_TIERS as _SERVICE_TIERS
+from .sqltext import literal, quote_ident
 
 
 @dataclass(frozen=True)
@@ -218,16 +223,16 @@ READ_AFTER_END = {"outcomes": "decided_at"}
 Period = tuple[datetime, datetime]
 
 
-class LayoutError(ValueError):
+class LayoutError(LedgerError, ValueError):
     """The facts of a home are in a layout this ledger does not know (a newer ledger wrote them, or
     the marker is not one): nothing may read or write them. The message is one line."""
 
 
-def layout_version(home: Path | None = None) -> int:
+def layout_version(home: Path) -> int:
     """The layout a home's facts are in: its marker's version, or 1 (flat) without one. LayoutError
     when the marker names a version outside :data:`KNOWN_LAYOUTS` or is not a marker at all: a
     reader would read files it cannot place, and a writer would write beside them in another layout."""
-    marker = (home or config.ledger_home()) / "facts" / MARKER
+    marker = home / "facts" / MARKER
     try:
         raw = marker.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -250,9 +255,9 @@ def layout_version(home: Path | None = None) -> int:
     return version
 
 
-def kind_dir(kind: str, home: Path | None = None) -> Path:
+def kind_dir(kind: str, home: Path) -> Path:
     """The folder of one kind's facts: ``<home>/facts/<kind>`` (its month partitions are inside)."""
-    return (home or config.ledger_home()) / "facts" / kind
+    return home / "facts" / kind
 
 
 def month_of(at: datetime) -> str:
@@ -261,7 +266,7 @@ def month_of(at: datetime) -> str:
     return f"{at.year:04d}-{at.month:02d}"
 
 
-def partition_dir(kind: str, month: str, home: Path | None = None) -> Path:
+def partition_dir(kind: str, month: str, home: Path) -> Path:
     """``<home>/facts/<kind>/month=YYYY-MM``."""
     return kind_dir(kind, home) / f"{PARTITION}={month}"
 
@@ -284,7 +289,7 @@ def source_stem(path: Path) -> str:
     return f"{batch}-{n.split('_')[0]}"
 
 
-def listing(kind: str, home: Path | None = None) -> tuple[list[Path], list[Path]]:
+def listing(kind: str, home: Path) -> tuple[list[Path], list[Path]]:
     """(flat files, partition files) of one kind on disk, committed or not: a look at the kind's
     folder and its ``month=`` folders, nothing read. LayoutError when the home's facts are in a
     layout this ledger does not know (:func:`layout_version`): every reader and writer lists here."""
@@ -304,7 +309,7 @@ def listing(kind: str, home: Path | None = None) -> tuple[list[Path], list[Path]
     return flat, parted
 
 
-def kind_files(kind: str, batch_ids: Iterable[str], home: Path | None = None) -> list[Path]:
+def kind_files(kind: str, batch_ids: Iterable[str], home: Path) -> list[Path]:
     """The Parquet files of the given batches of one kind, in every month partition, ordered by
     batch, month and name. A flat file (layout 1) is read in place of the partition files made
     from it, so a migration cut short between writing them and removing it reads each row once."""
@@ -316,7 +321,7 @@ def kind_files(kind: str, batch_ids: Iterable[str], home: Path | None = None) ->
     return sorted(flat + parted, key=lambda f: (batch_of(f), month_of_file(f) or "", f.name))
 
 
-def batch_files(kind: str, batch_id: str, home: Path | None = None) -> list[Path]:
+def batch_files(kind: str, batch_id: str, home: Path) -> list[Path]:
     """The Parquet files of one batch (``month=*/<batch_id>-<n>.parquet``, or flat ones), in order."""
     return kind_files(kind, [batch_id], home)
 
@@ -363,9 +368,10 @@ def empty_select(kind: str) -> str:
     return f"SELECT {', '.join(cols)} WHERE false"
 
 
-def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None,
-               con: duckdb.DuckDBPyConnection | None = None, period: Period | None = None) -> str:
-    """SQL for the committed facts of `kind`: a read of the batches' Parquet files (or an empty relation).
+def source_sql(kind: str, batch_ids: Iterable[str], home: Path,
+               con: duckdb.DuckDBPyConnection, period: Period | None = None) -> str:
+    """SQL for the committed facts of `kind` in the ledger home `home`, to run on `con`: a read of the
+    batches' Parquet files (or an empty relation).
 
     With a `period` (start, end), only the month partitions the period's allocation can read
     (:func:`period_files`): the relation then holds every row of `kind` that the allocation of the
@@ -388,25 +394,19 @@ def source_sql(kind: str, batch_ids: Iterable[str], home: Path | None = None,
 TEXT_DECIMALS = {"bill": ("consumed_quantity",)}
 
 
-def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
-              con: duckdb.DuckDBPyConnection | None = None) -> str:
-    """SQL reading fact files of `kind`: its columns and ``booked_at`` (and ``filename`` if asked).
+def files_sql(kind: str, files: Sequence[Path], *, con: duckdb.DuckDBPyConnection, filename: bool = False) -> str:
+    """SQL reading fact files of `kind`, to run on `con` (the files' footers are read on it): its
+    columns and ``booked_at`` (and ``filename`` if asked).
 
     A file written before a column existed (``cache_write_input_tokens``, ``service_tier``, ...)
     gives that column's default (0, 'standard'), so old facts are read as the new ones are written;
     one written when a bill's quantity was a DECIMAL (:data:`TEXT_DECIMALS`) gives it as the exact
     decimal text it is now kept as. Only the files' footers are read to find that out; when every
     file has every column in its type, the read is the plain one."""
-    listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+    listing = ", ".join(literal(str(f)) for f in files)
     names = KINDS[kind].names + [n for n, _ in BOOKKEEPING]
-    local = con is None
-    con = con or duck.connect("footers")
-    try:
-        rows = con.execute(f"SELECT file_name, list(name), list(name) FILTER (WHERE converted_type = 'DECIMAL') "
-                           f"FROM parquet_schema([{listing}]) GROUP BY file_name").fetchall()
-    finally:
-        if local:
-            con.close()
+    rows = con.execute(f"SELECT file_name, list(name), list(name) FILTER (WHERE converted_type = 'DECIMAL') "
+                       f"FROM parquet_schema([{listing}]) GROUP BY file_name").fetchall()
     have = [set(cols) for _, cols, _ in rows]
     everywhere = set.intersection(*have) if have else set()
     somewhere = set.union(*have) if have else set()
@@ -415,25 +415,26 @@ def files_sql(kind: str, files: Sequence[Path], *, filename: bool = False,
     # files (a migration cut short) must not make DuckDB refuse the list or add a column
     opts = ", hive_partitioning=false" + (", filename=true" if filename else "")
     if all(n in everywhere for n in names) and not as_text:
-        cols = ", ".join(f'"{n}"' for n in names)
+        cols = ", ".join(quote_ident(n) for n in names)
         return f"SELECT {cols}{', filename' if filename else ''} FROM read_parquet([{listing}]{opts})"
     types = {c.name: (c.type, c.default) for c in KINDS[kind].columns}
     exprs = []
     for n in names:
         if n in as_text:  # union_by_name reads a DECIMAL beside text as its text ('1.500000000000')
-            exprs.append(f'{decimal_text_sql(f"CAST({chr(34)}{n}{chr(34)} AS VARCHAR)")} AS "{n}"')
+            exprs.append(f"{decimal_text_sql(f'CAST({quote_ident(n)} AS VARCHAR)')} AS {quote_ident(n)}")
             continue
         if n in everywhere:
-            exprs.append(f'"{n}"')
+            exprs.append(quote_ident(n))
             continue
         t, default = types.get(n, ("TIMESTAMPTZ", "NULL"))
         fill = f"CAST({default} AS {t})"
-        exprs.append(f'coalesce(CAST("{n}" AS {t}), {fill}) AS "{n}"' if n in somewhere else f'{fill} AS "{n}"')
+        exprs.append(f"coalesce(CAST({quote_ident(n)} AS {t}), {fill}) AS {quote_ident(n)}" if n in somewhere
+                     else f"{fill} AS {quote_ident(n)}")
     return (f"SELECT {', '.join(exprs)}{', filename' if filename else ''} "
             f"FROM read_parquet([{listing}], union_by_name=true{opts})")
 
 
-def connect(committed: dict[str, list[str]], home: Path | None = None,
+def connect(committed: dict[str, list[str]], home: Path,
             con: duckdb.DuckDBPyConnection | None = None, period: Period | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per kind (``requests``, ``meters``, ``outcomes``, ``fleet``,
     ``charges``, ``bill``) over the committed batches given as ``{kind: [batch_id, ...]}``. Timestamps are UTC.
@@ -460,7 +461,7 @@ def committed_batches(session) -> dict[str, list[str]]:
     return out
 
 
-def committed_files(session, kind: str, home: Path | None = None, period: Period | None = None) -> list[Path]:
+def committed_files(session, kind: str, home: Path, period: Period | None = None) -> list[Path]:
     """The Parquet files of the committed batches of one kind; with a `period`, only those that can
     hold rows the period's allocation reads (:func:`period_files`: both lists, so an engine reading
     them must keep the allocation's own filters, as it does)."""
@@ -471,6 +472,6 @@ def committed_files(session, kind: str, home: Path | None = None, period: Period
     return whole + after
 
 
-def open_ledger_facts(session, home: Path | None = None, period: Period | None = None) -> duckdb.DuckDBPyConnection:
+def open_ledger_facts(session, home: Path, period: Period | None = None) -> duckdb.DuckDBPyConnection:
     """DuckDB views over every committed fact of the ledger (of the months a `period` reads, if given)."""
     return connect(committed_batches(session), home, period=period)

@@ -37,6 +37,7 @@ from pathlib import Path
 import duckdb
 
 from . import duck, facts
+from .sqltext import literal
 
 #: The marker of a home's layout, in ``<home>/facts``.
 MARKER = facts.MARKER
@@ -46,10 +47,6 @@ LOCK = ".ingest.lock"
 SCRATCH = "_staging"
 #: How fact files are written: Parquet 2 encodings, zstd level 1 (docs/ingest.md, "How it is fast").
 FACT_PARQUET = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, PARQUET_VERSION V2"
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 #: Above this many months in one write, the month is formatted row by row rather than by a CASE.
@@ -81,7 +78,7 @@ def month_sql(first: str, last: str) -> str:
 def booked_months(con: duckdb.DuckDBPyConnection, files: list[Path]) -> tuple[str, str] | None:
     """(first, last) month of the files' ``booked_at``, None when they hold no row: their min and max,
     which DuckDB reads from the files' statistics."""
-    listing = ", ".join(_lit(str(f)) for f in files)
+    listing = ", ".join(literal(str(f)) for f in files)
     first, last = con.execute(f"SELECT min(booked_at), max(booked_at) FROM read_parquet([{listing}], "
                               "hive_partitioning=false)").fetchone()
     return None if first is None else (facts.month_of(first), facts.month_of(last))
@@ -129,7 +126,7 @@ def _partitioned_copy(con: duckdb.DuckDBPyConnection, select_sql: str, out: Path
     con.execute("SET preserve_insertion_order = false")
     try:
         con.execute(f"COPY ({rows}, {month_sql(*months)} AS {facts.PARTITION} FROM ({select_sql})) "
-                    f"TO {_lit(str(out))} ({options}, PARTITION_BY ({facts.PARTITION}), FILENAME_PATTERN '{{i}}')"
+                    f"TO {literal(str(out))} ({options}, PARTITION_BY ({facts.PARTITION}), FILENAME_PATTERN '{{i}}')"
                     ).fetchall()
     finally:
         con.execute(f"SET preserve_insertion_order = {'true' if ordered else 'false'}")
@@ -158,7 +155,7 @@ def _place(made: dict[str, list[Path]], kind: str, stem: str, home: Path) -> lis
 
 
 def _read(f: Path) -> str:
-    return f"SELECT * FROM read_parquet({_lit(str(f))}, hive_partitioning=false)"
+    return f"SELECT * FROM read_parquet({literal(str(f))}, hive_partitioning=false)"
 
 
 def place_files(con: duckdb.DuckDBPyConnection, kind: str, batch_id: str, staged: list[Path], home: Path,
@@ -282,8 +279,8 @@ def _split_flat(con: duckdb.DuckDBPyConnection, kind: str, f: Path, home: Path, 
     months = booked_months(con, [f])
     made = _partitioned_copy(con, _read(f), out, months) if months else {}
     written = [p for files in made.values() for p in files]
-    rows = con.execute(f"SELECT count(*) FROM read_parquet({_lit(str(f))}, hive_partitioning=false)").fetchone()[0]
-    copied = con.execute("SELECT count(*) FROM read_parquet([" + ", ".join(_lit(str(p)) for p in written) +
+    rows = con.execute(f"SELECT count(*) FROM read_parquet({literal(str(f))}, hive_partitioning=false)").fetchone()[0]
+    copied = con.execute("SELECT count(*) FROM read_parquet([" + ", ".join(literal(str(p)) for p in written) +
                          "], hive_partitioning=false)").fetchone()[0] if written else 0
     if copied != rows:
         raise RuntimeError(f"migrating {f}: {copied} rows written of its {rows}; the flat file is kept")

@@ -6,6 +6,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from typing import TypeVar
 
+from .errors import LedgerError
+
 #: The ledger precision: every stored amount is a whole number of micro-units (1e-6) of its currency.
 PRECISION = Decimal("0.000001")
 MICROS_PER_UNIT = 10**6
@@ -14,7 +16,7 @@ ZERO = Decimal(0)
 K = TypeVar("K", bound=Hashable)
 
 
-class MoneyError(ValueError):
+class MoneyError(LedgerError, ValueError):
     """A value that cannot be money (not a decimal, a float, NaN, infinite)."""
 
 

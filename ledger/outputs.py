@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from . import config
+from .errors import LedgerError
 
 # ---- formula injection (OWASP "CSV injection") ---------------------------------------------------
 
@@ -98,7 +99,7 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[object] | Mapping[st
 
 # ---- outputs that never reach into the ledger ----------------------------------------------------
 
-class OutputError(ValueError):
+class OutputError(LedgerError, ValueError):
     """An output path the ledger refuses to write; the message is one line."""
 
 
@@ -245,7 +246,7 @@ def _standard_fd(st: os.stat_result) -> int | None:
     return None
 
 
-class StdoutError(Exception):
+class StdoutError(LedgerError):
     """Writing to standard output failed (`errno`: EPIPE when the reader went away, ENOSPC on a
     full device, EBADF when it is closed). Not an OSError, so that no command mistakes it for a
     file of its own it could not write: the CLI's entry (:func:`ledger.console.run`) handles it."""

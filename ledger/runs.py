@@ -22,6 +22,7 @@ from . import __version__, config, facts, store
 from .allocate import Allocation, Flag, Line, Policy, Tasks, Usage, allocate
 from .allocate.engines import Engine
 from .economics import Report, RunData, RunInfo, summary, unit_economics
+from .errors import LedgerError
 from .models import AllocationLine, AllocationRun, utcnow
 from .pricebook import Book, PriceIndex
 from .reconcile import BillMap, read_bill, true_up
@@ -29,7 +30,7 @@ from .reconcile.coverage import priced_hours
 from .reconcile.targets import known_targets, unknown_targets
 
 
-class RunError(ValueError):
+class RunError(LedgerError, ValueError):
     """A run that cannot be made or found, with a message a person can act on."""
 
 
@@ -70,7 +71,10 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
     it refuses a map rule naming a pool or provider the ledger does not know, and a bill covering a
     resource's hours in part unless `allow_partial_bill`.
     `engine` runs the per-request work (default DuckDB; ``ledger.allocate.spark.SparkEngine``).
+    The facts are those of the ledger home `home` (its folder; default the configured one, resolved
+    here once and passed down).
     Raises :class:`~ledger.allocate.AllocationError` (nothing written), ReconcileError or RunError."""
+    home = config.ledger_home() if home is None else home
     books = store.books_from_store(s)
     if not books:
         raise RunError("no price books are loaded: run `ledger pricebook load`")

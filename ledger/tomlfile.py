@@ -2,7 +2,8 @@
 dashboard's uploads of them all go through :func:`loads` (or :func:`loads_bytes` for a file's or an
 upload's bytes), so every bad file is one :class:`TomlError` naming the file, the line and the column.
 
-Shared below every stage (it imports nothing of the ledger). What it turns into a ``TomlError``:
+Shared below every stage (of the ledger it imports only :mod:`ledger.errors`). What it turns into a
+``TomlError``:
 
 - a syntax error (``tomllib.TOMLDecodeError``): tomllib's own message, line and column;
 - text that is not UTF-8 (bytes): the line and column of the first bad byte;
@@ -21,20 +22,23 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .errors import LedgerError, Problem
+
 #: The deepest nesting of tables and arrays a file may have (``a = [1]`` is 1, ``[x] y = [[1]]`` 3).
 MAX_DEPTH = 32
 
 _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$|\s*\(at end of document\)$")
 
 
-class TomlError(ValueError):
+class TomlError(LedgerError, ValueError):
     """A TOML text the ledger cannot read: `file` (the name it was given), 1-based `line` and
     `column`, and `reason`. ``str()`` is one line: ``file: message``, where :attr:`message` is
-    ``not valid TOML: <reason> (at line L, column C)``, the form tomllib itself uses."""
+    ``not valid TOML: <reason> (at line L, column C)``, the form tomllib itself uses; its one
+    problem is that line (the place is in the message)."""
 
     def __init__(self, file: str, line: int, column: int, reason: str):
         self.file, self.line, self.column, self.reason = file, line, column, reason
-        super().__init__(f"{file}: {self.message}")
+        super().__init__(Problem(file=file, message=self.message))
 
     @property
     def message(self) -> str:

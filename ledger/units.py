@@ -8,12 +8,13 @@ import tempfile
 
 import pint
 
+from .errors import LedgerError
 from .money import quantize
 
 _DEFS = Path(__file__).with_name("units.txt")
 
 
-class UnitError(ValueError):
+class UnitError(LedgerError, ValueError):
     """A unit expression pint does not know, or one of the wrong dimension."""
 
 

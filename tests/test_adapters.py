@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from ledger import facts, store
+from ledger import config, facts, store
 from ledger.cli import app
 from ledger.ingest import IngestError
 from ledger.ingest.sources import ingest_from
@@ -38,7 +38,8 @@ def run(*args: str):
 
 def rows() -> list[tuple]:
     with store.session() as s:
-        return facts.open_ledger_facts(s).execute(f"SELECT {COLS} FROM requests ORDER BY request_id").fetchall()
+        con = facts.open_ledger_facts(s, config.ledger_home())
+        return con.execute(f"SELECT {COLS} FROM requests ORDER BY request_id").fetchall()
 
 
 def batch_count() -> int:
@@ -196,7 +197,9 @@ def test_facts_written_before_reported_cost_existed_read_it_as_null(tmp_path):
     cols = [c for c in facts.KINDS["requests"].columns if not c.name.startswith("reported_")]
     sel = ", ".join(f"CAST(NULL AS {c.type}) AS \"{c.name}\"" for c in cols)
     duckdb.sql(f"COPY (SELECT {sel}, TIMESTAMPTZ '2026-10-01 00:00:00+00' AS booked_at) TO '{old}' (FORMAT parquet)")
-    got = duckdb.sql(f"SELECT reported_cost, reported_currency FROM ({facts.files_sql('requests', [old])})").fetchall()
+    con = duckdb.connect()
+    got = con.sql(f"SELECT reported_cost, reported_currency FROM ({facts.files_sql('requests', [old], con=con)})"
+                  ).fetchall()
     assert got == [(None, None)]
 
 

@@ -18,7 +18,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from ledger import facts, store
+from ledger import config, facts, store
 from ledger.cli import app
 from ledger.ingest import IngestError
 from ledger.ingest.sources import ingest_from
@@ -41,7 +41,8 @@ def run(*args: str):
 
 def rows(kind: str = "requests", cols: str = "request_id, " + TOKENS) -> list[tuple]:
     with store.session() as s:
-        return facts.open_ledger_facts(s).execute(f"SELECT {cols} FROM {kind} ORDER BY 1, 2").fetchall()
+        con = facts.open_ledger_facts(s, config.ledger_home())
+        return con.execute(f"SELECT {cols} FROM {kind} ORDER BY 1, 2").fetchall()
 
 
 def batch_count() -> int:

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from ledger import facts, store
+from ledger import config, facts, store
 from ledger.cli import app
 from ledger.ingest import IngestError, list_batches
 from ledger.ingest.bill import MANDATORY, ingest_bill
@@ -43,7 +43,7 @@ def write(path: Path, rows: list[dict], columns: list[str] | None = None) -> Pat
 
 def bill_facts(sql: str):
     with store.session() as s:
-        con = facts.open_ledger_facts(s)
+        con = facts.open_ledger_facts(s, config.ledger_home())
     return con.execute(sql).fetchall()
 
 

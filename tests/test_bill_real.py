@@ -23,7 +23,7 @@ from test_reconcile import BILL, BOOK, FILES, MAP, cli, cli_fails
 from rich.console import Console
 from typer.testing import CliRunner
 
-from ledger import facts, runs, store
+from ledger import config, facts, runs, store
 from ledger.cli import app
 from ledger.ingest import IngestError, ingest
 from ledger.ingest.bill import ingest_bill
@@ -43,7 +43,7 @@ def rows_of(path: Path) -> list[dict]:
 
 def bill_facts(sql: str):
     with store.session() as s:
-        con = facts.open_ledger_facts(s)
+        con = facts.open_ledger_facts(s, config.ledger_home())
     try:
         return con.execute(sql).fetchall()
     finally:

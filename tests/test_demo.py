@@ -126,7 +126,7 @@ def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, mo
 
 def test_demo_refuses_a_home_with_data_and_force_wipes_only_the_ledger(tmp_path, monkeypatch):
     monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)  # the ledger DB in the home (SQLite)
-    monkeypatch.setenv("LEDGER_HOME", str(tmp_path / "mine"))  # restored after the test (--home sets it)
+    monkeypatch.setenv("LEDGER_HOME", str(tmp_path / "mine"))  # the home the other commands use
     monkeypatch.chdir(tmp_path)
     try:
         assert runner.invoke(app, ["init"]).exit_code == 0

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from ledger import facts, facts_layout, store
+from ledger import config, facts, facts_layout, store
 from ledger.allocate import allocate
 from ledger.cli import app
 from ledger.ingest import ingest
@@ -98,7 +98,7 @@ def allocation(start: datetime, end: datetime, *, period: bool):
     with store.session() as s:
         committed = facts.committed_batches(s)
         index = PriceIndex(store.books_from_store(s))
-    con = facts.connect(committed, period=(start, end) if period else None)
+    con = facts.connect(committed, config.ledger_home(), period=(start, end) if period else None)
     try:
         return allocate(con, start=start, end=end, prices=index)
     finally:
@@ -158,9 +158,9 @@ def test_ingest_writes_one_file_per_month_a_batch_has_rows_in(ledger_home, tmp_p
     assert f"month=2026-11/{res.batch_id}-0.parquet" in files_of(ledger_home, "requests")
     assert not any(f.startswith("month=2026-10/" + res.batch_id) for f in files_of(ledger_home, "requests"))
     with store.session() as s:
-        assert ids(facts.open_ledger_facts(s), "SELECT request_id FROM requests ORDER BY 1") == \
+        assert ids(facts.open_ledger_facts(s, config.ledger_home()), "SELECT request_id FROM requests ORDER BY 1") == \
             ["q1", "q2", "q3", "q4", "q5"]
-        assert facts.batch_files("requests", first) == [d / f"month=2026-09/{first}-0.parquet",
+        assert facts.batch_files("requests", first, config.ledger_home()) == [d / f"month=2026-09/{first}-0.parquet",
                                                         d / f"month=2026-09/{first}-1.parquet",
                                                         d / f"month=2026-10/{first}-0.parquet"]
     assert facts_layout.layout_version(ledger_home) == 2
@@ -204,7 +204,8 @@ def test_period_pruning_gives_the_allocation_of_every_month(months):
     assert failed == D("1.935000")
     with store.session() as s:
         committed = facts.committed_batches(s)
-    pruned, full = facts.connect(committed, period=OCT), facts.connect(committed)
+    home = config.ledger_home()
+    pruned, full = facts.connect(committed, home, period=OCT), facts.connect(committed, home)
     # the pruned views read October's requests only, and of the outcomes every month up to October
     # and, after it, only what was decided before November (the late failure, not t3's of 2026-11-05)
     assert ids(pruned, "SELECT request_id FROM requests ORDER BY 1") == ["q2", "q3", "q4"]
@@ -268,7 +269,7 @@ def test_undo_removes_the_batch_in_every_month(ledger_home, tmp_path):
     assert files_of(ledger_home, "requests") == [f"month=2026-10/{keep}-0.parquet"]
     assert not (ledger_home / "facts" / "requests" / "month=2026-09").exists()  # emptied, removed
     with store.session() as s:
-        assert ids(facts.open_ledger_facts(s), "SELECT request_id FROM requests") == ["k1"]
+        assert ids(facts.open_ledger_facts(s, config.ledger_home()), "SELECT request_id FROM requests") == ["k1"]
 
 
 # ---- migration of a flat home --------------------------------------------------------------------
@@ -331,7 +332,7 @@ def test_an_ingest_migrates_a_flat_home_first(months, tmp_path):
     assert facts_layout.layout_version(months) == 2
     assert not list((months / "facts").glob("*/*.parquet"))
     with store.session() as s:
-        assert ids(facts.open_ledger_facts(s), "SELECT request_id FROM requests ORDER BY 1") == \
+        assert ids(facts.open_ledger_facts(s, config.ledger_home()), "SELECT request_id FROM requests ORDER BY 1") == \
             ["q1", "q2", "q3", "q4", "q5", "q9"]
 
 
@@ -357,7 +358,7 @@ def test_a_migration_cut_short_reads_every_row_once_and_finishes_when_run_again(
         ["month=2026-09"]
     assert facts_layout.layout_version(months) == 1
     with store.session() as s:
-        con = facts.open_ledger_facts(s)
+        con = facts.open_ledger_facts(s, config.ledger_home())
         assert ids(con, "SELECT interval_id FROM fleet ORDER BY 1") == ["s1", "s2"]  # each once
         assert ids(con, "SELECT request_id FROM requests ORDER BY 1") == ["q1", "q2", "q3", "q4", "q5"]
     assert same(allocation(*OCT, period=True), before)

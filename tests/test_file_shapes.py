@@ -19,7 +19,7 @@ from pyarrow import csv as pa_csv
 from pyarrow.parquet import write_table as pq_write
 from typer.testing import CliRunner
 
-from ledger import facts, store
+from ledger import config, facts, store
 from ledger.cli import app
 from ledger.ingest import IngestError, ingest
 from ledger.ingest.bill import ingest_bill
@@ -66,7 +66,7 @@ def register() -> None:
 
 def query(sql: str) -> list[tuple]:
     with store.session() as s:
-        return facts.open_ledger_facts(s).execute(sql).fetchall()
+        return facts.open_ledger_facts(s, config.ledger_home()).execute(sql).fetchall()
 
 
 def batches() -> list[dict]:

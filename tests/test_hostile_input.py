@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ledger import facts, store
+from ledger import config, facts, store
 from ledger.cli import app
 
 pytestmark = pytest.mark.store
@@ -80,7 +80,7 @@ def accepted(kind: str, path: Path, *extra: str) -> dict:
 
 def query(sql: str):
     with store.session() as s:
-        return facts.open_ledger_facts(s).execute(sql).fetchall()
+        return facts.open_ledger_facts(s, config.ledger_home()).execute(sql).fetchall()
 
 
 # ---- 1. rows lost or values changed, silently ------------------------------------------------------

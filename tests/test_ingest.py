@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from ledger import facts, store
+from ledger import config, facts, store
 from ledger.cli import app
 from ledger.ingest import IngestError, enums, ingest
 
@@ -43,7 +43,7 @@ def write(path: Path, text: str | bytes) -> Path:
 
 def ledger_facts():
     with store.session() as s:
-        return facts.open_ledger_facts(s)
+        return facts.open_ledger_facts(s, config.ledger_home())
 
 
 def count(kind: str) -> int:
@@ -163,7 +163,7 @@ def test_fact_files_written_before_the_new_columns_read_them_as_defaults(ledger_
     r = run("ingest", "requests", str(write(tmp_path / "old.csv", REQ_HEADER + "\n" + OK_ROW + "\n")), "--json")
     old_batch = json.loads(r.stdout)["batch_id"]
     # make the batch's fact file look like one written before the columns existed
-    [path] = facts.batch_files("requests", old_batch)
+    [path] = facts.batch_files("requests", old_batch, config.ledger_home())
     tmp = path.with_suffix(".tmp")
     duckdb.execute(f"COPY (SELECT * EXCLUDE ({', '.join(NEW_REQUEST_COLUMNS)}) FROM read_parquet('{path}')) "
                    f"TO '{tmp}' (FORMAT parquet)")
@@ -174,7 +174,7 @@ def test_fact_files_written_before_the_new_columns_read_them_as_defaults(ledger_
     query = ("SELECT request_id, input_tokens, cached_input_tokens, cache_write_input_tokens, "
              "cache_write_1h_input_tokens, reasoning_tokens, service_tier FROM requests ORDER BY 1")
     # only old files: the columns are filled with their defaults
-    assert facts.connect({"requests": [old_batch]}).execute(query).fetchall() == [want]
+    assert facts.connect({"requests": [old_batch]}, config.ledger_home()).execute(query).fetchall() == [want]
     # old and new files together: the old rows take the defaults, the new ones keep their values
     f = write(tmp_path / "new.csv", CACHE_HEADER + ",service_tier\n"
               "r2,2026-10-01T00:00:00Z,acme,chat,m,,openai,100,40,10,5,20,ok,flex\n")
@@ -532,7 +532,7 @@ def test_fast_pass_writes_the_same_facts_as_the_careful_pass(ledger_home, shared
     # names come back as text, whichever pass wrote them
     res = ingest("requests", [path])
     con = duckdb.connect()
-    f = facts.batch_files("requests", res.batch_id)[0]
+    f = facts.batch_files("requests", res.batch_id, config.ledger_home())[0]
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('{f}'))").fetchall())
     assert types["tenant"] == types["model"] == types["status"] == "VARCHAR"
 
@@ -770,3 +770,37 @@ def test_parquet_direct_columns():
     assert parquet_direct("charges", {"amount": "DECIMAL(38,6)"}) == set()  # 32 whole digits do not fit (38,12)
     assert parquet_direct("charges", {"amount": "DECIMAL(30,4)", "period_start": "TIMESTAMP WITH TIME ZONE"}) == {
         "amount", "period_start"}
+
+
+def test_two_homes_in_one_process_each_get_their_own_batch(tmp_path, db_url, monkeypatch):
+    # the ledger is passed down (ledger.config.Home), never read from the environment below the API:
+    # two ledgers used in one process, one after the other, the environment pointing at neither
+    from ledger.config import Home
+    from ledger.ingest import list_batches, undo_batch
+
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("LEDGER_HOME", str(elsewhere))
+    monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)
+    a, b = Home.at(tmp_path / "a", db_url), Home.at(tmp_path / "b")  # b: SQLite in its folder
+    for h in (a, b):
+        store.init_store(h.database_url, home=h.path)
+    f = write(tmp_path / "r.csv", REQ_HEADER + "\nr1,2026-10-01T00:00:00Z,acme,chat,m,p,,,10,0,5,ok\n"
+                                               "r2,2026-10-01T00:01:00Z,acme,chat,m,p,,,20,0,7,ok\n")
+    try:
+        first = ingest("requests", [f], register_new=True, home=a)
+        second = ingest("requests", [f], register_new=True, home=b)  # the same file: new in the other ledger
+        again = ingest("requests", [f], home=a)  # ... and all duplicates in its own
+        assert (first.rows_new, second.rows_new, again.rows_new, again.rows_duplicate) == (2, 2, 0, 2)
+        for h, ids in ((a, [first.batch_id, again.batch_id]), (b, [second.batch_id])):
+            with store.session(h.database_url) as s:
+                assert [x.id for x in list_batches(s)] == ids
+                con = facts.open_ledger_facts(s, h.path)
+                assert con.execute("SELECT request_id FROM requests ORDER BY 1").fetchall() == [("r1",), ("r2",)]
+                con.close()
+            assert {facts.batch_of(p) for p in fact_files(h.path)} == {ids[0]}  # each batch in its own home
+        with store.session(b.database_url) as s:
+            undo_batch(s, second.batch_id, home=b)
+        assert fact_files(b.path) == [] and len(fact_files(a.path)) == 1
+        assert not elsewhere.exists()  # nothing looked at the environment's home
+    finally:
+        store.dispose_engines()

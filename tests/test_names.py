@@ -20,7 +20,7 @@ from ledger import store
 from ledger.cli import app
 from ledger.models import PriceBookRow, PriceEntryRow, Tenant
 from ledger.names import MAX_NAME, name_problem, sql_name_bad
-from ledger.pricebook import parse_book
+from ledger.pricebook import parse_book, unlocated
 from ledger.pricebook.records import BOOK_FIELD_LIMITS, PRICE_FIELD_LIMITS
 
 runner = CliRunner()
@@ -290,7 +290,7 @@ def test_what_the_store_cannot_hold_is_a_problem_of_the_book(fields, message):
 
 def test_nul_in_free_text_and_a_timestamp_out_of_range_are_problems_not_crashes():
     text = book_text().replace('source_url = "https://example.com"', 'source_url = "https://x\\u0000"')
-    assert [str(p) for p in parse_book(text, "b.toml")[1]] == [
+    assert [str(p) for p in unlocated(parse_book(text, "b.toml")[1])] == [
         "b.toml: price[1] gpu_time/H100-SXM-80GB/us-east-1/on_demand: source_url: contains a NUL byte (at character 10)"]
     text = book_text().replace("2026-06-01T00:00:00Z", "0001-01-01T00:00:00+01:00")
     assert [p.message for p in parse_book(text, "b.toml")[1]] == [

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.pricebook import NoPriceError, PriceIndex, in_force_books, load_books, parse_book
+from ledger.pricebook import NoPriceError, PriceIndex, in_force_books, load_books, parse_book, unlocated
 
 ROOT = Path(__file__).resolve().parent.parent
 D = Decimal
@@ -189,7 +189,7 @@ def test_bad_book_gives_one_problem_line_naming_file_entry_and_problem(write, na
     path = write(name, text)
     books, problems = load_books([path])
     assert books == []
-    assert [str(p) for p in problems] == [f"{path}: {problem}"]
+    assert [str(p) for p in unlocated(problems)] == [f"{path}: {problem}"]
 
 
 @pytest.mark.parametrize("name, text, problem", BAD_BOOKS, ids=[c[0] for c in BAD_BOOKS])
@@ -237,7 +237,7 @@ def test_overlap_across_books_names_the_later_file_and_entry(write, tmp_path):
                                                                           effective_from="2026-08-01T00:00:00Z"))
     line = f"{b}: price[1] {GPU_KEY}: overlaps price[1] of book test-cloud@2026-10-01 for the same key"
     books, problems = load_books([tmp_path])
-    assert [str(p) for p in problems] == [line]
+    assert [str(p) for p in unlocated(problems)] == [line]
     assert {bk.name for bk in books} == {"test-cloud", "other-cloud"}  # each valid alone; together refused
     result = runner.invoke(app, ["pricebook", "check", str(a), str(b)])
     assert result.exit_code == 1
@@ -249,7 +249,7 @@ def test_every_problem_gets_its_own_line_and_good_books_still_load(write, tmp_pa
                 + price(sku='"A100"', source_url=None))
     write("good", HEAD.replace('"test-cloud"', '"good-cloud"') + price(sku='"B200"'))
     books, problems = load_books([tmp_path])
-    assert [str(p) for p in problems] == [
+    assert [str(p) for p in unlocated(problems)] == [
         f"{bad}: price[1] {GPU_KEY}: price -1 is negative",
         f"{bad}: price[2] input_tokens/gpt-5/*/*: currency 'XYZ' is not an ISO 4217 code",
         f"{bad}: price[3] gpu_time/A100/us-east-1/on_demand: missing required field 'source_url'",
@@ -264,7 +264,7 @@ def test_not_toml_at_all(write):
     path = write("broken", HEAD + "[[price]\n")
     books, problems = load_books([path])
     assert books == [] and len(problems) == 1
-    assert str(problems[0]).startswith(f"{path}: not valid TOML: ")
+    assert str(unlocated(problems)[0]).startswith(f"{path}: not valid TOML: ")
 
 
 def test_missing_paths_and_empty_folders_are_problems(tmp_path):
@@ -409,7 +409,7 @@ def test_the_same_key_for_two_providers_is_no_overlap_within_or_across_books(wri
               + price(TOKEN_PRICE, provider='"azure"', price='"1.40"', effective_from="2026-09-01T00:00:00Z"))
     books, problems = load_books([a, b])
     # bedrock is a key of its own; azure's tier-* price is in both books at once: the later file takes the blame
-    assert [str(x) for x in problems] == [
+    assert [str(x) for x in unlocated(problems)] == [
         f"{b}: price[2] input_tokens/gpt-5/*/*/azure: overlaps price[2] of book test-cloud@2026-10-01 for the same key"]
 
 

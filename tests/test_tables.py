@@ -316,7 +316,8 @@ def test_reconcile_drift_table_fits(demo):
                                    end=datetime(2026, 11, 1, tzinfo=timezone.utc))
             rec = reconcile_run(s, run_id=stored.run.id, lines=stored.lines, currency=stored.run.currency,
                                 start=stored.run.period_start, end=stored.run.period_end,
-                                bill_map=load_map(BILL_MAP), created_at=stored.run.created_at)
+                                bill_map=load_map(BILL_MAP), created_at=stored.run.created_at,
+                                home=Path(demo["home"]))
         store.dispose_engines()
     drift = Drift(provider="openai", model="gpt-5-mini-2025-08-07", currency="USD", requests=1234567,
                   ours=D("1234.5"), reported=D("1300.25"))

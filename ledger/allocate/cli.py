@@ -7,12 +7,11 @@ from typing import List, Optional
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from .. import console, runs
-from ..hints import lines_of, say
-from ..reconcile import ReconcileError, map_for
+from .. import config, console, runs
+from ..reconcile import map_for
 from ..reports.render import summary_as_table
 from ..vocab import EngineName
-from . import BASES, IDLE_POLICIES, AllocationError, Policy, parse_weights, spark
+from . import BASES, IDLE_POLICIES, Policy, parse_weights, spark
 
 #: The engines of the per-request work (`--engine`).
 ENGINES = tuple(EngineName)
@@ -63,18 +62,15 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                                                                   "kind, category and tenant (docs/allocation.md)")
                  ) -> None:
     """Price every resource of the period, allocate it, check conservation, and write an immutable run."""
+    console.words(NAMES)
     console.one_format(as_json, as_csv)
     start, end = console.period_bounds(period, frm, to)
     if bill_map is not None and not true_up:
         console.fail("--bill-map is read only with --true-up")
     if allow_partial_bill and not true_up:
         console.fail("--allow-partial-bill is read only with --true-up")
-    the_map = None
-    if true_up:
-        try:
-            the_map = map_for(bill_map)
-        except ReconcileError as e:
-            console.fail(say(e.problems, NAMES))
+    home = config.ledger_home()  # resolved once, passed down
+    the_map = map_for(bill_map, home) if true_up else None
     try:
         policy = Policy(idle=idle, basis=basis, currency=currency.upper(), weights=parse_weights(weights or []),
                         allow_pool_without_fleet=tuple(sorted({p.strip() for p in allow_no_fleet or []})))
@@ -87,29 +83,17 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
     if engine_name != "spark" and (spark_master or facts_root):
         console.fail("--spark-master and --facts are read only with --engine spark")
     if engine_name == "spark":
-        try:
-            spark.require()
-        except spark.SparkError as e:
-            console.fail(say(lines_of(e), NAMES))
+        spark.require()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console.err,
                   transient=True, disable=not console.err.is_terminal) as bar:
         task = bar.add_task("allocating", total=None)
-        try:
-            with console.Ledger() as s:
-                engine = spark.engine_for(s, master=spark_master, root=facts_root, period=(start, end)) \
-                    if engine_name == "spark" else None
-                run, alloc = runs.allocate_period(s, start=start, end=end, policy=policy, bill_map=the_map,
-                                                  progress=lambda stage: bar.update(task, description=stage),
-                                                  engine=engine, allow_partial_bill=allow_partial_bill)
-                doc = runs.load_summary(run)
-        except AllocationError as e:
-            console.fail(say(e.problems, NAMES))
-        except ReconcileError as e:  # the true-up cannot be made
-            console.fail(say(e.problems, NAMES))
-        except runs.RunError as e:
-            console.fail(str(e))
-        except spark.SparkError as e:
-            console.fail(say(lines_of(e), NAMES))
+        with console.Ledger() as s:
+            engine = spark.engine_for(s, master=spark_master, root=facts_root, period=(start, end), home=home) \
+                if engine_name == "spark" else None
+            run, alloc = runs.allocate_period(s, start=start, end=end, policy=policy, bill_map=the_map,
+                                              progress=lambda stage: bar.update(task, description=stage),
+                                              engine=engine, allow_partial_bill=allow_partial_bill, home=home)
+            doc = runs.load_summary(run)
     if as_json:
         console.print_json(doc)
         return

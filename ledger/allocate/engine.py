@@ -8,6 +8,7 @@ from datetime import datetime
 import duckdb
 
 from ..hints import Hint, Hinted
+from ..instants import iso
 from ..pricebook import PriceIndex
 from .charges import _charge_lines, price_charges
 from .engines import DUCKDB, Engine
@@ -16,7 +17,7 @@ from .idle import _idle_lines
 from .lines import _direct_costs, _direct_lines, _total, check_conservation, merge
 from .period import _prepare, _regions, _tasks, _usage
 from .pricing import _Pricer, cache_write_notes, price_fleet, price_meters, price_provider
-from .records import Allocation, AllocationError, Policy, _at, iso
+from .records import Allocation, AllocationError, Policy, _at
 from .tables import GPU_GROUPS
 
 # The engine is a pure function of the facts (DuckDB relations ``requests, meters, outcomes, fleet,

@@ -9,11 +9,12 @@ from decimal import Decimal, localcontext
 import duckdb
 
 from ..hints import Hint, Hinted
+from ..instants import iso
 from ..money import from_micros, quantize, to_micros
 from . import sql
 from .engines import DUCKDB, Engine
 from .pricing import PoolHour, _Group
-from .records import Flag, Policy, _at, _scale, iso
+from .records import Flag, Policy, _at, _scale
 from .tables import COEFF, GPU_GROUPS, GPU_SPLIT
 
 

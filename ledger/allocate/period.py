@@ -6,10 +6,11 @@ from datetime import datetime
 
 import duckdb
 
+from ..instants import iso
 from . import sql
 from .engines import Engine
 from .pricing import _Pricer
-from .records import Policy, Tasks, Usage, iso
+from .records import Policy, Tasks, Usage
 from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, TASK_COUNTS, TASK_STATE
 
 

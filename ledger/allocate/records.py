@@ -8,6 +8,8 @@ from decimal import Decimal
 
 from babel.numbers import list_currencies
 
+from ..errors import LedgerError
+from ..instants import iso
 from ..money import ZERO
 from ..vocab import Category, ChargeCategory, LineKind
 
@@ -43,12 +45,8 @@ DAY_US = 24 * HOUR_US
 _CURRENCIES = frozenset(list_currencies())
 
 
-class AllocationError(ValueError):
+class AllocationError(LedgerError, ValueError):
     """The run cannot be made: `problems` holds one line per problem (missing price, bad unit, ...)."""
-
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -230,11 +228,6 @@ def _us(at: datetime) -> int:
 
 def _at(us: int) -> datetime:
     return EPOCH + timedelta(microseconds=int(us))
-
-
-def iso(at: datetime) -> str:
-    """An aware instant in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``)."""
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _seconds(us: int) -> Decimal:

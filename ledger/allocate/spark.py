@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from .. import config, facts
+from ..errors import LedgerError
 from ..hints import Hint, Hinted
 from ..vocab import Dialect, EngineName
 from .sql import render
@@ -42,7 +43,7 @@ SETTINGS = {"spark.sql.session.timeZone": "UTC", "spark.sql.ansi.enabled": "true
             "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
 
 
-class SparkError(Exception):
+class SparkError(LedgerError):
     """PySpark or Java is missing, the session cannot start, or Spark refused to read or run: one
     line saying what (Spark's own message is many lines of JVM stack: its first line is the reason)."""
 

@@ -31,17 +31,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
 
+from ..instants import iso
 from ..pricebook import PriceIndex
+from ..sqltext import literal
 from ..vocab import Dialect
 from . import tables
-from .records import TOKEN_METERS, Policy, _scale, iso
+from .records import TOKEN_METERS, Policy, _scale
 
 # ---- pieces of SQL ------------------------------------------------------------------------------
-
-
-def lit(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def instant(at: datetime) -> str:
@@ -86,7 +83,7 @@ def band_case(index: PriceIndex) -> str:
                     for t in p.tiers}, key=lambda x: (x[0], -x[1]))
     if not tiers:
         return "-1"
-    whens = " ".join(f"WHEN r.model = {lit(sku)} AND r.input_tokens > {above} THEN {above}" for sku, above in tiers)
+    whens = " ".join(f"WHEN r.model = {literal(sku)} AND r.input_tokens > {above} THEN {above}" for sku, above in tiers)
     return f"CASE {whens} ELSE -1 END"
 
 

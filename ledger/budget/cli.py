@@ -12,8 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import console
-from ..hints import say
-from . import Budget, BudgetError, budget, compare, load_plan
+from . import Budget, budget, compare, load_plan
 
 #: How `ledger budget` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
 #: A plan's pool takes `repair = true` where `ledger size` takes --repair.
@@ -53,7 +52,7 @@ def _index(plan, pricebooks: Optional[List[Path]]):
             console.fail(str(e).splitlines())
     books, problems = pricebook.load_books(paths)
     if problems:
-        console.fail([str(p) for p in problems])
+        console.fail([str(p) for p in pricebook.unlocated(problems)])
     return pricebook.PriceIndex(books)
 
 
@@ -83,13 +82,11 @@ def compute(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Opti
 
 def _priced(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Optional[List[Path]]):
     """(the Budget, the PriceIndex it was priced with), failing with one line per problem."""
-    try:
-        plan = load_plan(plan_path)
-        names = scenario_names(scenarios)
-        index = _index(plan, pricebooks)
-        return budget(plan, index, scenarios=names, generated_at=datetime.now(timezone.utc)), index
-    except BudgetError as e:
-        console.fail(say(e.problems, NAMES))
+    console.words(NAMES)  # a BudgetError is printed by the root, one line per problem, in these words
+    plan = load_plan(plan_path)
+    names = scenario_names(scenarios)
+    index = _index(plan, pricebooks)
+    return budget(plan, index, scenarios=names, generated_at=datetime.now(timezone.utc)), index
 
 
 @budget_app.command("forecast")
@@ -180,14 +177,11 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
             stored = runs.load_run(s, start=start, end=end)
         except runs.RunError as e:
             console.fail(str(e))
-        try:
-            actuals = month_actuals(s, b, month=period, scenario=scenario, statistic=percentile) \
-                if period in b.plan.months else None
-            c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id,
-                        run_currency=stored.run.currency, price_books=stored.summary.get("price_books", []),
-                        scenario=scenario, actuals=actuals, index=index)
-        except BudgetError as e:
-            console.fail(say(e.problems, NAMES))
+        actuals = month_actuals(s, b, month=period, scenario=scenario, statistic=percentile) \
+            if period in b.plan.months else None
+        c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id,
+                    run_currency=stored.run.currency, price_books=stored.summary.get("price_books", []),
+                    scenario=scenario, actuals=actuals, index=index)
     for line in c.matching.warnings():  # what only the plan or only the ledger has (docs/budgets.md)
         console.err.print(f"warning: {line}", markup=False)
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
 
+from ..errors import LedgerError
 from ..sizing import Curve, Reserves
 from ..sizing.disagg import PrefillCurve
 from ..sizing.tiers import Tier
@@ -15,12 +15,8 @@ SCENARIO_KNOBS = ("traffic", "output_length", "cache_hit_rate", "prices")
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
 
-class BudgetError(ValueError):
+class BudgetError(LedgerError, ValueError):
     """A plan that cannot be budgeted: `problems` holds one line per problem."""
-
-    def __init__(self, problems: Sequence[str] | str):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)

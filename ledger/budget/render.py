@@ -7,7 +7,6 @@ JSON keeps money as decimal strings; CSV quotes every field and neutralizes text
 workbook, a file, is an export: :mod:`ledger.export.budget_xlsx`."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from rich.text import Text
 
 from ..allocate import CATEGORIES
 from ..formats import MISSING, count, figures, money, percent
+from ..instants import iso
 from ..money import fmt
 from ..outputs import csv_text
 from ..tables import FitTable, paragraph
@@ -22,10 +22,6 @@ from .actuals import CompareRow, Comparison
 from .drivers import DRIVERS, DriverRow, Drivers
 from .forecast import Budget
 from .matching import DIMENSIONS, Matching
-
-
-def _iso(at: datetime | None) -> str | None:
-    return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _num(x: Decimal) -> str:
@@ -62,7 +58,7 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
                        "cache_hit_rate": _num(s.cache_hit_rate), "prices": _num(s.prices)} for s in b.scenarios],
         "summary": summary,
         "totals": totals,
-        "pools": [{"scenario": g.scenario, "pool": g.pool, "month": g.month, "from": _iso(g.start), "to": _iso(g.end),
+        "pools": [{"scenario": g.scenario, "pool": g.pool, "month": g.month, "from": iso(g.start), "to": iso(g.end),
                    "status": g.status, "tpm": g.tpm, "replicas_serving": g.serving, "replicas_reserve": g.reserve,
                    "replicas": g.replicas, "gpus_per_replica": g.gpus_per_replica, "gpus": g.gpus,
                    "hours": _num(g.hours), "price_per_gpu_hour": _num(g.price_per_gpu_hour),
@@ -72,7 +68,7 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
                    "ops": {"admission_limit": g.admission_limit, "queue_scale_out": g.queue_scale_out,
                            "kv_scale_out": g.kv_scale_out, "replica_tok_s": g.replica_tok_s,
                            "headroom_tok_s": g.headroom_tok_s}} for g in b.gpu],
-        "variable": [{"scenario": v.scenario, "month": v.month, "from": _iso(v.start), "to": _iso(v.end),
+        "variable": [{"scenario": v.scenario, "month": v.month, "from": iso(v.start), "to": iso(v.end),
                       "category": v.category, "item": v.item, "bucket": v.bucket, "quantity": _num(v.quantity),
                       "unit": v.unit, "price": _num(v.price), "per": v.per, "price_currency": v.currency,
                       "fx": _num(v.fx), "price_multiplier": _num(v.price_multiplier), "cost": fmt(v.cost),
@@ -88,9 +84,9 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
                         "repairs": list(s.repairs)} for s in b.sizing],
             "prices": [{"ref": ref, "meter": p.meter, "sku": p.sku, "region": p.region,
                         "purchase_option": p.purchase_option, "price": str(p.price), "currency": p.currency,
-                        "per": p.per, "effective_from": _iso(p.effective_from), "effective_to": _iso(p.effective_to),
+                        "per": p.per, "effective_from": iso(p.effective_from), "effective_to": iso(p.effective_to),
                         "source_url": p.source_url} for ref, p in b.prices],
-            "generated_at": _iso(b.generated_at),
+            "generated_at": iso(b.generated_at),
             "ledger_version": version,
         },
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from .. import facts
+from .. import config, facts
 from ..hints import Hinted
 from ..sizing.traffic import PERCENTILE
 from ..workload import WorkloadError, workload_of
@@ -32,7 +32,7 @@ def month_actuals(session, b: Budget, *, month: str, scenario: str, statistic: s
     if statistic not in STATISTICS:
         raise BudgetError(Hinted(PERCENTILE, f" {statistic!r}: expected one of {', '.join(STATISTICS)}"))
     start, end = month_bounds(month)
-    con = facts.open_ledger_facts(session, home)
+    con = facts.open_ledger_facts(session, config.ledger_home() if home is None else home)  # resolved here, once
     try:
         pools = []
         for pool in b.plan.pools:

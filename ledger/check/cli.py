@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .. import console, store
+from .. import console
 from .findings import check_ledger
 from .render import findings_as_csv, findings_as_json, findings_as_table, summary_line
 
@@ -26,10 +26,7 @@ def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calen
     if period or frm or to:
         start, end = console.period_bounds(period, frm, to)
     with console.Ledger() as s:
-        try:
-            report = check_ledger(s, start=start, end=end)
-        except store.StoreError as e:
-            console.fail(str(e))
+        report = check_ledger(s, start=start, end=end)
     code = 0 if report.ok else 1
     if as_json:
         console.print_json(findings_as_json(report))
@@ -40,7 +37,7 @@ def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calen
     elif report.ok:
         console.out.print(summary_line(report), markup=False)
     else:
-        console.fail([f.message for f in report.findings])
+        console.fail([f.problem for f in report.findings])
     raise typer.Exit(code)
 
 

@@ -18,9 +18,11 @@ import duckdb
 
 from .. import facts
 from ..allocate.records import FALLBACK_METERS, REASONING_METER, TOKEN_BUCKETS
+from ..errors import Problem
+from ..instants import iso
 from ..pricebook import NoPriceError, PriceIndex
 from ..vocab import TENANT_RULE, ChargeRule, rule_choices
-from .views import Scope, at_us, connect, iso, price_spans
+from .views import Scope, at_us, connect, price_spans
 
 #: Kinds of finding, in the order they are listed.
 FINDING_KINDS = ("no_price_books", "no_price", "no_gpu_price", "no_fleet", "unknown_charge_target")
@@ -60,6 +62,12 @@ class Finding:
     count: int = 0
     nearest: tuple[str, ...] = ()
     batches: tuple[str, ...] = ()
+
+    @property
+    def problem(self) -> Problem:
+        """The finding as the problem line `ledger check` prints: its message (a finding is about
+        facts, of no one file: JSON, CSV and the table carry its key, counts and batches)."""
+        return Problem(message=self.message)
 
 
 @dataclass(frozen=True)
@@ -358,8 +366,11 @@ def check_facts(con: duckdb.DuckDBPyConnection, *, index: PriceIndex | None, ten
 
 def check_ledger(session, *, start: datetime | None = None, end: datetime | None = None, batch: str | None = None,
                  home: Path | None = None) -> CheckReport:
-    """Check the ledger's committed facts against its loaded price books and registered tenants."""
-    from .. import store
+    """Check the ledger's committed facts against its loaded price books and registered tenants. The
+    facts are those of the ledger home `home` (its folder; default the configured one, resolved here)."""
+    from .. import config, store
+
+    home = config.ledger_home() if home is None else home
 
     books = store.books_from_store(session)
     index = PriceIndex(books) if books else None

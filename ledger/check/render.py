@@ -4,10 +4,10 @@ from __future__ import annotations
 from rich.text import Text
 
 from ..formats import count, plural
+from ..instants import iso
 from ..outputs import csv_text
 from ..tables import FitTable
 from .findings import CheckReport, Finding
-from .views import iso
 
 #: The columns of a finding in JSON and CSV, in order.
 FIELDS = ("kind", "source", "meter", "sku", "region", "purchase_option", "provider", "pool", "target", "first_at",

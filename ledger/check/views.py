@@ -7,27 +7,21 @@ from pathlib import Path
 import duckdb
 
 from .. import duck, facts
+from ..instants import iso
 from ..pricebook import PriceIndex
+from ..sqltext import literal, quote_ident
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def iso(at: datetime) -> str:
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def at_us(us: int | None) -> datetime | None:
     return None if us is None else _EPOCH + timedelta(microseconds=us)
 
 
-def connect(committed: dict[str, list[str]], home: Path | None = None) -> duckdb.DuckDBPyConnection:
+def connect(committed: dict[str, list[str]], home: Path) -> duckdb.DuckDBPyConnection:
     """DuckDB views ``requests, meters, outcomes, fleet, charges`` over the committed batches, read as
-    :func:`ledger.facts.connect` reads them, with one more column: the `batch` each row came from
-    (its file's name, ``<batch>-<n>.parquet``)."""
+    :func:`ledger.facts.connect` reads them (the facts of the ledger home `home`), with one more column:
+    the `batch` each row came from (its file's name, ``<batch>-<n>.parquet``)."""
     con = duck.connect("check", home=home)
     for kind in facts.KINDS:
         files = [f for b in sorted(committed.get(kind, [])) for f in facts.batch_files(kind, b, home)]
@@ -48,7 +42,7 @@ class Scope:
         self.start, self.end, self.batch = start, end, batch
 
     def _batch(self) -> str:
-        return f" AND batch = {_lit(self.batch)}" if self.batch else ""
+        return f" AND batch = {literal(self.batch)}" if self.batch else ""
 
     def instant(self, col: str) -> str:
         sql = "true"
@@ -61,13 +55,13 @@ class Scope:
     def span(self, lo: str, hi: str) -> str:
         sql = "true"
         if self.end is not None:
-            sql += f' AND "{lo}" < TIMESTAMPTZ \'{iso(self.end)}\''
+            sql += f" AND {quote_ident(lo)} < TIMESTAMPTZ '{iso(self.end)}'"
         if self.start is not None:
-            sql += f' AND "{hi}" > TIMESTAMPTZ \'{iso(self.start)}\''
+            sql += f" AND {quote_ident(hi)} > TIMESTAMPTZ '{iso(self.start)}'"
         return sql + self._batch()
 
     def clip(self, col: str, bound: datetime | None, fn: str) -> str:
-        return f'{fn}("{col}", TIMESTAMPTZ \'{iso(bound)}\')' if bound is not None else f'"{col}"'
+        return f"{fn}({quote_ident(col)}, TIMESTAMPTZ '{iso(bound)}')" if bound is not None else quote_ident(col)
 
 
 def price_spans(con: duckdb.DuckDBPyConnection, index: PriceIndex) -> str:

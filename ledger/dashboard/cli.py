@@ -11,13 +11,14 @@ from pathlib import Path
 import typer
 
 from .. import config, console
+from ..errors import LedgerError
 
 LOCALE_ENV = "LEDGER_DASHBOARD_LOCALE"
 PORT_ENV = "STREAMLIT_SERVER_PORT"
 DEFAULT_PORT = 8501
 
 
-class NotInstalled(LookupError):
+class NotInstalled(LedgerError, LookupError):
     """The `dashboards` package is not importable from this installation."""
 
 
@@ -53,16 +54,10 @@ def dashboard_cmd(port: int = typer.Option(DEFAULT_PORT, "--port", min=1, max=65
     """Serve the dashboards (unit economics, bill reconciliation, tenants, workload, sizing and
     budget, forecast vs actual, price books) over LEDGER_HOME / LEDGER_DATABASE_URL. Read-only: the
     dashboard never writes to the ledger."""
-    from ..export.xlsx import LocaleError, check_locale
+    from ..export.xlsx import check_locale
 
-    try:
-        check_locale(locale)
-    except LocaleError as e:
-        console.fail(str(e))
-    try:
-        script = app_path()
-    except NotInstalled as e:
-        console.fail(str(e))
+    check_locale(locale)
+    script = app_path()
     env = dict(os.environ)
     env["LEDGER_HOME"] = str(config.ledger_home())  # resolved here: the server must read this very home
     env[LOCALE_ENV] = locale

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import store, tomlfile
-from ..pricebook import Book, PriceIndex, Problem, cross_book_problems, in_force_books, load_books, parse_book
+from ..errors import Problem
+from ..pricebook import Book, PriceIndex, cross_book_problems, in_force_books, load_books, parse_book, unlocated
 from .state import LedgerState, reading
 
 
@@ -41,7 +42,7 @@ def price_books(state: LedgerState) -> PriceBooks:
     books, problems = load_books(paths)
     return PriceBooks(tuple(books), "files",
                       "the shipped price books folder (none are loaded in the ledger: `ledger pricebook load`)",
-                      tuple(str(p) for p in problems))
+                      tuple(str(p) for p in unlocated(problems)))
 
 
 def _default_book_paths() -> list[Path]:
@@ -112,7 +113,7 @@ def _plural(n: int, word: str) -> str:
 
 def _findings(books: Sequence[Book], problems: Sequence[Problem]) -> tuple[pd.DataFrame, str]:
     """One row per finding (file name, entry, message) and the one-line summary `pricebook check` prints."""
-    rows = [{"file": Path(p.file).name, "entry": p.entry, "message": p.message} for p in problems]
+    rows = [{"file": Path(p.file).name, "entry": p.entry or "", "message": p.message} for p in problems]
     n = sum(len(b.prices) for b in books)
     summary = (f"{_plural(len(books), 'price book')}, {_plural(n, 'price')}: no problems" if not problems else
                f"{_plural(len(problems), 'problem')} in {_plural(len(books), 'readable book')}")
@@ -145,13 +146,13 @@ def check_uploaded(files: Sequence[tuple[str, bytes]]) -> tuple[pd.DataFrame, st
     for name, content in files:
         name = Path(name).name
         if len(content) > MAX_BOOK_BYTES:
-            problems.append(Problem(name, "", f"{len(content):,} bytes: a price book has at most "
-                                              f"{MAX_BOOK_BYTES:,}"))
+            problems.append(Problem(file=name, message=f"{len(content):,} bytes: a price book has at most "
+                                                       f"{MAX_BOOK_BYTES:,}"))
             continue
         try:
             text = tomlfile.decode(content, name)
         except tomlfile.TomlError as e:  # the line and column of the first byte that is not UTF-8
-            problems.append(Problem(name, "", e.message, e.line, e.column))
+            problems.append(Problem(file=name, message=e.message, line=e.line, column=e.column))
             continue
         book, probs = parse_book(text, name)
         problems.extend(probs)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session
 
-from .. import reconcile, runs
+from .. import config, reconcile, runs
 from ..reconcile import BillMap, Reconciliation
 
 RESOURCE_COLUMNS = ["kind", "name", "priced", "billed", "difference", "share", "undefined_because", "billed_cost",
@@ -20,9 +20,10 @@ UNMATCHED_COLUMNS = ["provider", "service_name", "service_category", "resource_i
 DRIFT_COLUMNS = ["provider", "model", "currency", "requests", "ours", "reported", "difference", "share"]
 
 
-def home_map() -> tuple[str, bytes] | None:
-    """(path, bytes) of the ledger home's ``bill-map.toml``, or None when there is none."""
-    path = reconcile.default_map_path()
+def home_map(home: Path | None = None) -> tuple[str, bytes] | None:
+    """(path, bytes) of the ``bill-map.toml`` of the ledger home `home` (its folder; default the
+    configured one), or None when there is none."""
+    path = reconcile.default_map_path(config.ledger_home() if home is None else home)
     return (str(path), path.read_bytes()) if path.is_file() else None
 
 
@@ -32,7 +33,9 @@ def read_map(name: str, raw: bytes) -> BillMap:
 
 
 def reconciliation(s: Session, run_id: str, bill_map: BillMap, home: Path | None = None) -> Reconciliation:
-    """Run `run_id` reconciled with the committed bill placed by `bill_map` (ReconcileError if it cannot be)."""
+    """Run `run_id` reconciled with the committed bill placed by `bill_map` (ReconcileError if it cannot be),
+    over the facts of the ledger home `home` (its folder; default the configured one, resolved here)."""
+    home = config.ledger_home() if home is None else home
     stored = runs.load_run(s, run_id=run_id)
     run = stored.run
     return reconcile.reconcile_run(s, run_id=run.id, lines=stored.lines, currency=run.currency,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import facts
+from .. import config, facts
 from ..workload import DAYS, Workload, workload
 from ..workload.render import workload_rows
 
@@ -20,7 +20,7 @@ def workload_choices(session, home: Path | None = None) -> pd.DataFrame:
     requests answers from its DB alone (no DuckDB connection, so nothing is made in its home)."""
     if not facts.committed_batches(session).get("requests"):
         return pd.DataFrame([], columns=CHOICE_COLUMNS)
-    con = facts.open_ledger_facts(session, home)
+    con = facts.open_ledger_facts(session, config.ledger_home() if home is None else home)  # resolved here, once
     try:
         rows = con.execute("""
             SELECT strftime(occurred_at, '%Y-%m') AS period, pool, product, count(*) AS requests

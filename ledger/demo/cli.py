@@ -1,14 +1,13 @@
 """CLI: `ledger demo`, a realistic month in a fresh ledger home, allocated and summarized."""
 from __future__ import annotations
 
-import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from .. import console, demo
+from .. import config, console, demo
 from ..formats import count, money, percent, plural, unit_costs
 from ..tables import FitTable
 
@@ -135,16 +134,11 @@ def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger ho
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     console.one_format(as_json, as_csv)
-    if home is not None:
-        os.environ["LEDGER_HOME"] = str(home.resolve())
+    ledger = config.home(home)  # --home, else LEDGER_HOME: resolved once and passed down (the environment unchanged)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console.err,
                   transient=True, disable=not console.err.is_terminal or as_json or as_csv) as bar:
         task = bar.add_task("demo", total=None)
-        try:
-            result = demo.run_demo(force=force, on_step=lambda m: bar.update(task, description=m))
-        except demo.DemoError as e:
-            bar.stop()
-            console.fail(str(e).splitlines())
+        result = demo.run_demo(home=ledger, force=force, on_step=lambda m: bar.update(task, description=m))
     if as_json:
         console.print_json(_as_json(result, home is not None))
     elif as_csv:

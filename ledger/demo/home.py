@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from ..errors import LedgerError
 from ..outputs import DB_SIBLINGS, sqlite_path
 from .month import KINDS
 
@@ -22,7 +23,7 @@ FACT_LOCK = ".ingest.lock"
 FACT_MARKER = ".layout"
 
 
-class DemoError(Exception):
+class DemoError(LedgerError):
     """The demo cannot run here; the message says why and what to do."""
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from ..instants import iso
 from .month import DATA_DIR, KINDS, MONTH_END, MONTH_START, OVERLOADED_SUNDAY, POOLS, REGION, SUNDAYS, Pool
 from .traffic import _requests, _tasks, load_traces
 from .writers import _copy_rows, _write_meters, _write_outcomes, _write_requests
@@ -22,17 +23,13 @@ class DemoInputs:
     digest: str
 
 
-def _iso1(at: datetime) -> str:
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 CANARY_START = datetime(2026, 10, 20, 9, tzinfo=timezone.utc)
 CANARY_HOURS = 72
 
 
 def fleet_rows() -> list[dict]:
     """Fleet intervals of both pools: serving (with capacity) and reserves (without)."""
-    s, e = _iso1(MONTH_START), _iso1(MONTH_END)
+    s, e = iso(MONTH_START), iso(MONTH_END)
     h1, h2 = POOLS["h100-chat"], POOLS["h200-code"]
 
     def row(iid: str, pool: Pool, start: str, end: str, gpus: int, role: str) -> dict:
@@ -43,11 +40,11 @@ def fleet_rows() -> list[dict]:
     rows = [row("h100-chat-serve", h1, s, e, h1.replica, "serving")]
     for d in SUNDAYS:
         if d != OVERLOADED_SUNDAY:  # pre-scaled for the re-index, 13:00 to 16:00
-            rows.append(row(f"h100-chat-reindex-{d:%m%d}", h1, _iso1(d + timedelta(hours=13)),
-                            _iso1(d + timedelta(hours=16)), h1.replica, "serving"))
+            rows.append(row(f"h100-chat-reindex-{d:%m%d}", h1, iso(d + timedelta(hours=13)),
+                            iso(d + timedelta(hours=16)), h1.replica, "serving"))
     rows.append(row("h100-chat-failure-reserve", h1, s, e, h1.replica, "failure_reserve"))
     rows.append(row("h200-code-serve", h2, s, e, h2.replica, "serving"))
-    rows.append(row("h200-code-canary", h2, _iso1(CANARY_START), _iso1(CANARY_START + timedelta(hours=CANARY_HOURS)),
+    rows.append(row("h200-code-canary", h2, iso(CANARY_START), iso(CANARY_START + timedelta(hours=CANARY_HOURS)),
                     h2.replica, "canary"))
     return rows
 
@@ -68,15 +65,16 @@ QUARTER_END = datetime(2027, 1, 1, tzinfo=timezone.utc)
 
 def charge_rows() -> list[dict]:
     """Invoice charges: October's under each rule, and a Q4 charge of which October takes 31/92."""
-    return [{"charge_id": cid, "period_start": _iso1(MONTH_START),
-             "period_end": _iso1(QUARTER_END if cid.startswith("C-2026-Q4") else MONTH_END), "category": cat,
+    return [{"charge_id": cid, "period_start": iso(MONTH_START),
+             "period_end": iso(QUARTER_END if cid.startswith("C-2026-Q4") else MONTH_END), "category": cat,
              "description": desc, "amount": amount, "currency": "USD", "allocate": rule}
             for cid, cat, desc, amount, rule in CHARGES]
 
 
 
-def build_inputs(folder: str | Path, *, data_dir: Path = DATA_DIR) -> DemoInputs:
-    """Write the demo month's input files (CSV) into `folder` (created if needed) and return them."""
+def build_inputs(folder: str | Path, *, data_dir: Path = DATA_DIR, home: Path | None = None) -> DemoInputs:
+    """Write the demo month's input files (CSV) into `folder` (created if needed) and return them.
+    DuckDB spills into the ledger home `home` (its folder) when one is given (``ledger.duck``)."""
     from .. import duck
 
     folder = Path(folder)
@@ -84,7 +82,7 @@ def build_inputs(folder: str | Path, *, data_dir: Path = DATA_DIR) -> DemoInputs
     df = _requests(load_traces(data_dir))
     _tasks(df)
     paths = {k: folder / f"{k}.csv" for k in KINDS}
-    con = duck.connect("demo", ordered=True)
+    con = duck.connect("demo", home=home, ordered=True)
     try:
         rows = {"fleet": _copy_rows(fleet_rows(), paths["fleet"]),
                 "requests": _write_requests(con, df, paths["requests"]),

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from ..config import Home
 from ..outputs import sqlite_path
 from .home import DEMO_FILES, DemoError, check_home, display_path, wipe_home
 from .inputs import DemoInputs, build_inputs
@@ -54,8 +55,9 @@ def existing_data(home: Path, url: str) -> list[str]:
     return found
 
 
-def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
-    """Build the demo month in the configured ledger home (LEDGER_HOME, LEDGER_DATABASE_URL):
+def run_demo(*, home: Home | None = None, force: bool = False, on_step=None) -> DemoResult:
+    """Build the demo month in the ledger `home` (default the configured one, LEDGER_HOME and
+    LEDGER_DATABASE_URL, resolved here once and passed down: nothing reads the environment below):
     initialize the store, load the shipped price books, register tenants and products, write and
     ingest the inputs, allocate October 2026 and check that the lines add up to the total.
     Refuses (DemoError) a folder that is neither empty nor a ledger home (``force`` or not, nothing
@@ -66,11 +68,12 @@ def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
     from .. import config, runs, store
     from ..allocate import AllocationError, Policy
     from ..ingest import IngestError, ingest
-    from ..pricebook import load_books
+    from ..pricebook import load_books, unlocated
 
     step = on_step or (lambda _m: None)
     t0 = time.perf_counter()
-    home, url = config.ledger_home(), config.database_url()
+    ledger = config.home() if home is None else home
+    home, url = ledger.path, ledger.database_url
     check_home(home, url)
     found = existing_data(home, url)
     if found and not force:
@@ -82,14 +85,14 @@ def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
         wipe_home(home, url)
     home.mkdir(parents=True, exist_ok=True)
     step("initializing the store")
-    store.init_store()
-    config.facts_dir().mkdir(parents=True, exist_ok=True)
+    store.init_store(url, home=home)
+    ledger.facts.mkdir(parents=True, exist_ok=True)
 
     step("loading the shipped price books")
     books, problems = load_books([config.project_root() / "pricebooks"])
     if problems:
-        raise DemoError("the shipped price books have problems:\n" + "\n".join(map(str, problems)))
-    with store.session() as s:
+        raise DemoError("the shipped price books have problems:\n" + "\n".join(map(str, unlocated(problems))))
+    with store.session(url) as s:
         for b in books:
             store.store_book(s, book=b)
         for kind, dims in (("tenant", TENANTS), ("product", PRODUCTS)):
@@ -97,20 +100,20 @@ def run_demo(*, force: bool = False, on_step=None) -> DemoResult:
                 store.add_dim(s, kind=kind, name=name, display_name=display, owner=owner)
 
     step("building the demo month from the Azure trace")
-    inputs = build_inputs(home / "demo")
+    inputs = build_inputs(home / "demo", home=home)
     ingested = {}
     for kind in KINDS:
         step(f"ingesting {kind} ({inputs.rows[kind]:,} rows)")
         try:
-            ingested[kind] = ingest(kind, [inputs.paths[kind]]).rows_new
+            ingested[kind] = ingest(kind, [inputs.paths[kind]], home=ledger).rows_new
         except IngestError as e:
             raise DemoError(f"ingest {kind} failed:\n" + "\n".join(e.lines())) from e
 
     step("allocating 2026-10")
     start, end = store.month_bounds(PERIOD)
     try:
-        with store.session() as s:
-            run, alloc = runs.allocate_period(s, start=start, end=end, policy=Policy())
+        with store.session(url) as s:
+            run, alloc = runs.allocate_period(s, start=start, end=end, policy=Policy(), home=home)
             summary = runs.load_summary(run)
     except AllocationError as e:
         raise DemoError("allocation failed:\n" + "\n".join(e.problems)) from e

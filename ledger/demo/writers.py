@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..sqltext import literal
 from .month import (HOUR_US, LOG_BYTES_PER_REQUEST, MONTH_END, MONTH_START, PAYLOAD_BYTES, PRODUCT_NAMES, REGION,
                     ROUTES, SPANS, STREAM_BYTES_PER_TOKEN, SUCCESS, TASKS, TENANT_NAMES)
 from .traffic import _STREAM_ID, DECIDED, DELAY, OUTCOME, uniform
 
 def _list(values) -> str:
-    return "[" + ", ".join("NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in values) + "]"
+    return "[" + ", ".join("NULL" if v is None else literal(v) for v in values) + "]"
 
 
 _BASE_US = int(MONTH_START.timestamp()) * 1_000_000
@@ -161,8 +162,8 @@ def _write_meters(con, df: pd.DataFrame, path: Path) -> int:
     union = " UNION ALL ".join(f"SELECT {i} AS _part, _i, {select} FROM m{i}" for i, (_f, select) in
                                enumerate(parts))
     cols = "event_id, occurred_at, tenant, product, task_id, meter, sku, quantity, unit, region"
-    target = str(path).replace("'", "''")
-    con.execute(f"COPY (SELECT {cols} FROM ({union}) ORDER BY _part, _i) TO '{target}' (HEADER, DELIMITER ',')")
+    target = literal(str(path))
+    con.execute(f"COPY (SELECT {cols} FROM ({union}) ORDER BY _part, _i) TO {target} (HEADER, DELIMITER ',')")
     for i in range(len(parts)):
         con.unregister(f"m{i}")
     return n

@@ -37,8 +37,8 @@ def export_cmd(ctx: typer.Context,
     A file that is the ledger's own DB or inside its facts folder is refused; each file is written
     whole or not at all. With --csv the lines go to stdout, and what was written to stderr."""
     from .. import console, reports, runs, store
-    from .safe import OutputError, check_outputs
-    from .xlsx import LocaleError, check_locale
+    from .safe import check_outputs
+    from .xlsx import check_locale
 
     stray = ctx.args  # words no option takes (allow_extra_args): a file after --csv, as it once took one
     if stray:
@@ -49,30 +49,19 @@ def export_cmd(ctx: typer.Context,
         console.fail("give at least one of --xlsx FILE, --lines FILE, --focus FILE, or --csv (the lines on stdout)")
     if bool(period) == bool(run_id):
         console.fail("give either --period YYYY-MM or --run ID")
-    try:
-        check_outputs([xlsx, lines_file, focus])  # before any work: no export lands on the ledger itself
-    except OutputError as e:
-        console.fail(str(e))
+    check_outputs([xlsx, lines_file, focus])  # before any work: no export lands on the ledger itself
     if xlsx:
-        try:
-            check_locale(locale)
-        except LocaleError as e:
-            console.fail(str(e))
+        check_locale(locale)
     with console.Ledger() as s:
-        try:
-            if run_id:
-                stored = runs.load_run(s, run_id=run_id)
-            else:
-                start, end = store.month_bounds(period)
-                stored = runs.load_run(s, start=start, end=end)
-        except (runs.RunError, store.StoreError) as e:
-            console.fail(str(e))
+        if run_id:
+            stored = runs.load_run(s, run_id=run_id)
+        else:
+            start, end = store.month_bounds(period)
+            stored = runs.load_run(s, start=start, end=end)
     data = reports.run_data_of_stored(stored)
     try:
         written = _write(data, xlsx, lines_file, (focus, focus_version.value), locale, billing_account,
                          billing_account_name)
-    except OutputError as e:
-        console.fail(str(e))
     except OSError as e:
         console.fail(f"cannot write the export: {e}")
     if as_csv:

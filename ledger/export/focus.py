@@ -6,6 +6,7 @@ import json
 from datetime import datetime, time, timedelta, timezone
 
 from ..allocate import Line, period_label
+from ..instants import iso
 from ..money import fmt
 from ..reports import RunData
 from ..vocab import Category, LineKind
@@ -46,11 +47,6 @@ SERVICE = {  # category -> (ServiceCategory, ServiceName)
     Category.ENGINEERING_OPS: ("Other", "Engineering operations"),
     Category.OTHER: ("Other", "Other"),
 }
-
-
-def iso(at: datetime) -> str:
-    """An instant in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``)."""
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def is_charge(ln: Line) -> bool:

@@ -16,6 +16,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
+from ..errors import LedgerError
 from ..formats import UNIT_COST_EXTRA_PLACES
 from .safe import safe_text
 
@@ -29,7 +30,7 @@ _HEADER_FONT = Font(bold=True)
 _HEADER_FILL = PatternFill("solid", fgColor="DDE4EE")
 
 
-class LocaleError(ValueError):
+class LocaleError(LedgerError, ValueError):
     """A locale babel does not know."""
 
 

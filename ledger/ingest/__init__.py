@@ -1,19 +1,29 @@
 """Ingest usage files: validate every row, dedupe by key, and commit one atomic, columnar batch.
 
-Stages (each returns records or problems; the caller decides to stop), one submodule each, over
-the shared vocabulary of `records` (problems, the error, results):
+:func:`ingest` runs six stages in order (``commit._ingest``), each a function that takes and returns
+frozen records of `records` (or refuses with IngestError, whose problems are
+:class:`ledger.errors.Problem` records; nothing is written):
 
-1. `opening`: open each file in its read types (CSV parsed by DuckDB, names as ENUMs when it can,
-   see `enums`; JSON Lines as text; Parquet in the file's own types where exact, else as text;
-   one SQL source per file);
-2. `rows`: validate every row in DuckDB (one pass, no per-row Python; the SQL checks are in
-   `checks`), plus the dimensions, units, currencies and closed periods the rows touch;
-3. `staging`: write the typed rows to a staging Parquet file;
-4. `dedupe`: dedupe by key against the batch itself and every committed batch: the same key with
-   the same content counts once, the same key with other content is a conflict;
-5. `commit`: move the files into the facts folder, then commit the batch row in the ledger DB. The
-   DB row is the commit point: killed before it, the files are never read and the next ingest
-   sweeps them. Ingests of one ledger home are serialized by a lock file.
+1. open (`opening.open_files`): each file's format and columns and what DuckDB reads (gzip
+   unpacked, a link for a name with glob characters: `shapes`): an ``OpenFile`` per file;
+2. read (`passes.read_file`): the one pass per file, parsed by DuckDB in its read types (CSV names as
+   ENUMs when it can, see `enums`; JSON as text; Parquet in the file's own types where exact), every
+   row check (`checks`) evaluated and the typed rows written to a staging Parquet file (`staging`):
+   a ``ReadFile`` per file, the files' SHA-256 computed meanwhile;
+3. check (`rows.check_file`, `rows.check_batch`): the problems of bad rows, of names, units and
+   currencies, then the batch's unknown tenants and products and the closed months it touches: a
+   ``Checked``;
+4. key (`dedupe.key`): keys against the batch itself and every committed batch: the same key with the
+   same content counts once, with other content it is a conflict: a ``Keyed``;
+5. stage (`commit.stage`): the new rows into the facts' month partitions, as files of the batch;
+6. commit (`commit.commit_batch`): the batch row in the ledger DB, the commit point: killed before it,
+   the files are never read and the next ingest sweeps them. Ingests of one ledger home are
+   serialized by a lock file.
+
+The clean-up of every stage (staging files, scratch copies, the connection's temp tables and
+views, the files of a batch that did not commit) is one context manager, `commit.workspace`. The
+ledger is a ``ledger.config.Home`` passed down from the command (or resolved once by :func:`ingest`,
+``ingest_bill`` or ``sources.ingest_from`` when none is given): no stage reads the environment.
 """
 from __future__ import annotations
 
@@ -30,5 +40,7 @@ from .records import (
     FileReport,
     IngestError,
     IngestResult,
-    Problem,
+    OpenFile,
+    Origin,
+    first_line,
 )

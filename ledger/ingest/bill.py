@@ -47,12 +47,14 @@ from pathlib import Path
 
 import duckdb
 
-from .. import duck, facts
+from .. import config, duck, facts
+from ..config import Home
+from ..errors import Problem
 from ..money import decimal_text_sql
-from .checks import lit, q
+from ..sqltext import literal as lit, quote_ident as q
 from .commit import ingest
-from .opening import _csv_header, _sha256, format_named, match_columns, parquet_names, unreadable_csv
-from .records import MAX_LINE_BYTES, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _first_line, _Source
+from .opening import csv_header, file_sha256, format_named, match_columns, parquet_names, unreadable_csv
+from .records import MAX_LINE_BYTES, PARQUET_OPTIONS, IngestError, IngestResult, OpenFile, Origin, first_line
 from .shapes import readable
 from .rows import physical_lines
 
@@ -115,21 +117,23 @@ class _Bill:
 def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run: bool = False,
                 as_adjustment: bool = False, register_new: bool = False,
                 on_step: Callable[[str], None] | None = None,
-                on_progress: Callable[[float], None] | None = None) -> IngestResult:
-    """Convert the FOCUS files `paths` and ingest them as one batch of kind ``bill``. Raises
+                on_progress: Callable[[float], None] | None = None, home: Home | None = None) -> IngestResult:
+    """Convert the FOCUS files `paths` and ingest them as one batch of kind ``bill`` into the ledger
+    `home` (``ledger.config.Home``; default: the configured one, resolved here once). Raises
     IngestError (nothing written) naming the bill files, their lines and FOCUS columns."""
     if register_new:
-        raise IngestError([Problem("bill", None, None, "--register-new does not apply to a bill: it names no tenant "
-                                                       "or product")])
+        raise IngestError([Problem(file="bill", message="--register-new does not apply to a bill: it names no tenant "
+                                                        "or product")])
     if not paths:
-        raise IngestError([Problem("bill", None, None, "no files given")])
+        raise IngestError([Problem(file="bill", message="no files given")])
     step = on_step or (lambda _m: None)
-    scratch = duck.spill_root()  # the ledger home's tmp folder: an unpacked bill may be large
+    ledger = config.home() if home is None else home
+    scratch = duck.spill_root(ledger.path)  # the ledger home's tmp folder: an unpacked bill may be large
     scratch.mkdir(parents=True, exist_ok=True)
     _sweep_stale(scratch)
     with tempfile.TemporaryDirectory(prefix="ledger-bill-", dir=scratch) as tmp:
         work = Path(tmp)
-        con = duck.connect("ingest_bill", ordered=True)
+        con = duck.connect("ingest_bill", home=ledger.path, ordered=True)
         try:
             bills, problems = [], []
             for p in paths:
@@ -150,16 +154,16 @@ def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run:
                     _convert(con, b, out, i)
                 except duckdb.Error as e:
                     problems.append(unreadable_csv(b.read_path, b.label, e) if b.fmt == "csv" else
-                                    Problem(b.label, None, None, f"cannot read as {b.fmt}: {_first_line(e)}"))
+                                    Problem(file=b.label, message=f"cannot read as {b.fmt}: {first_line(e)}"))
                     continue
                 converted.append(out)
             if problems:
                 raise IngestError(problems)
-            origins = [{"path": b.label, "sha256": _sha256(b.path), "format": f"focus:{b.fmt}{'.gz' * b.compressed}",
-                        "bytes": b.path.stat().st_size} for b in bills]
+            origins = [Origin(path=b.label, sha256=file_sha256(b.path), format=f"focus:{b.fmt}{'.gz' * b.compressed}",
+                              bytes=b.path.stat().st_size) for b in bills]
             try:
                 return ingest("bill", converted, fmt="parquet", dry_run=dry_run, as_adjustment=as_adjustment,
-                              on_step=on_step, on_progress=on_progress, origins=origins)
+                              on_step=on_step, on_progress=on_progress, origins=origins, home=ledger)
             except IngestError as e:
                 raise _translate(e, converted, bills) from None
         finally:
@@ -185,24 +189,23 @@ def _open(con, path: Path, fmt: str | None, link_dir: Path) -> _Bill:
     gzip unpacked (ledger.ingest.shapes), its FOCUS columns under their FOCUS names whatever their case."""
     label = str(path)
     if not path.is_file():
-        raise IngestError([Problem(label, None, None, "no such file")])
+        raise IngestError([Problem(file=label, message="no such file")])
     given, fmt = fmt, format_named(path, fmt)
     if fmt not in ("csv", "parquet"):
         told = f"--format {given}" if given else f"the extension {path.suffix!r}"
-        raise IngestError([Problem(label, None, None, f"a FOCUS bill is CSV or Parquet ({told}); use --format csv "
-                                                      "or --format parquet")])
+        raise IngestError([Problem(file=label, message=f"a FOCUS bill is CSV or Parquet ({told}); use --format csv "
+                                                       "or --format parquet")])
     data = readable(path, label, fmt, link_dir)
     read = lit(str(data.path))
     header = None
     if fmt == "csv":
-        src = _Source(path=path, label=label, fmt="csv", columns=[], read_path=data.path)
-        bad = _csv_header(src)
+        header, bad = csv_header(data.path, label)
         if bad:
             raise IngestError(bad)
-        if len(set(src.columns)) != len(src.columns):
-            twice = sorted({c for c in src.columns if src.columns.count(c) > 1})
-            raise IngestError([Problem(label, 1, c, "the column appears twice in the header") for c in twice])
-        header = src.columns
+        if len(set(header)) != len(header):
+            twice = sorted({c for c in header if header.count(c) > 1})
+            raise IngestError([Problem(file=label, line=1, entry=c,
+                                       message="the column appears twice in the header") for c in twice])
         # an unquoted NULL is a missing value (the FOCUS sample data writes them so); "NULL" quoted is text
         rel = (f"SELECT row_number() OVER () + 1 AS _line, * FROM read_csv({read}, header=true, all_varchar=true, "
                f"delim=',', quote='\"', escape='\"', strict_mode=true, max_line_size={MAX_LINE_BYTES}, "
@@ -213,7 +216,7 @@ def _open(con, path: Path, fmt: str | None, link_dir: Path) -> _Bill:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE {rel}").fetchall() if r[0] != "_line"}
     except duckdb.Error as e:
         raise IngestError([unreadable_csv(data.path, label, e) if fmt == "csv" else
-                           Problem(label, None, None, f"cannot read as {fmt}: {_first_line(e)}")]) from None
+                           Problem(file=label, message=f"cannot read as {fmt}: {first_line(e)}")]) from None
     # FOCUS names in another case (``billedcost``, ``BILLEDCOST``): matched on the header as written
     # (DuckDB renames a second ``billedcost`` beside ``BilledCost`` to ``billedcost_1``), then renamed
     focus = sorted({*FOCUS_COLUMNS, *(c for names in FIRST_OF.values() for c in names)})
@@ -234,10 +237,11 @@ def _open(con, path: Path, fmt: str | None, link_dir: Path) -> _Bill:
 def _missing(b: _Bill) -> list[Problem]:
     """One problem per mandatory FOCUS column the file lacks."""
     line = 1 if b.fmt == "csv" else None
-    out = [Problem(b.label, line, c, "required FOCUS column is missing") for c in MANDATORY if c not in b.types]
+    out = [Problem(file=b.label, line=line, entry=c,
+                   message="required FOCUS column is missing") for c in MANDATORY if c not in b.types]
     if not any(c in b.types for c in FIRST_OF["provider"]):
-        out.append(Problem(b.label, line, "ServiceProviderName",
-                           "required FOCUS column is missing (ProviderName in FOCUS 1.0 to 1.2)"))
+        out.append(Problem(file=b.label, line=line, entry="ServiceProviderName",
+                           message="required FOCUS column is missing (ProviderName in FOCUS 1.0 to 1.2)"))
     return out
 
 
@@ -382,8 +386,8 @@ def _translate(e: IngestError, converted: list[Path], bills: list[_Bill]) -> Ing
         i = index.get(p.file)
         if i is not None and p.line is not None and bills[i].fmt == "csv":
             wanted.setdefault(i, []).append(int(p.line) + 1)
-    lines = {i: physical_lines(_Source(path=bills[i].path, label=bills[i].label, fmt="csv", columns=[],
-                                       rows=bills[i].rows, read_path=bills[i].read_path), ns)
+    lines = {i: physical_lines(OpenFile(path=bills[i].path, label=bills[i].label, fmt="csv",
+                                        read_path=bills[i].read_path or bills[i].path), bills[i].rows, ns)
              for i, ns in wanted.items()}
     out = []
     for p in e.problems:
@@ -392,6 +396,6 @@ def _translate(e: IngestError, converted: list[Path], bills: list[_Bill]) -> Ing
         line = p.line
         if b is not None and line is not None and b.fmt == "csv":
             line = lines[i].get(int(line) + 1, int(line) + 1)
-        column = b.source_of(p.column) if b is not None and p.column else p.column
-        out.append(Problem(relabel(p.file, None), line, column, relabel(p.message, b)))
+        column = b.source_of(p.entry) if b is not None and p.entry else p.entry
+        out.append(Problem(file=relabel(p.file, None), line=line, entry=column, message=relabel(p.message, b)))
     return IngestError(out, e.total)

@@ -28,6 +28,7 @@ from ..facts import (BILL_CHARGE_CATEGORIES, BILL_CHARGE_CLASSES, CHARGE_CATEGOR
 from ..money import MAX_DECIMAL_EXPONENT
 
 from ..names import CONTROL_CLASS, MAX_NAME, sql_name_bad, sql_name_problem
+from ..sqltext import literal as lit, quote_ident as q
 from ..vocab import TENANT_RULE, ChargeRule
 
 #: An instant as ISO 8601 writes it: date, time (seconds and fraction optional), UTC offset.
@@ -42,14 +43,6 @@ EXACT_INT_MAX = 2**53  # the largest whole number a DOUBLE (pandas, JSON) holds 
 MAX_MS = 7 * 24 * 3600 * 1000  # a latency of more than a week is a broken clock, not a request
 WHOLE_RE = r"\s*[+-]?[0-9]+(\.0*)?\s*"
 DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
-
-
-def q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def read_type(kind: str, col: str) -> str:

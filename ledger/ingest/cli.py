@@ -9,12 +9,12 @@ from typing import List, Optional
 import typer
 from rich.text import Text
 
-from .. import store
+from .. import config
 from ..check import check_ledger
 from ..console import Ledger, deprecated, err, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
 from ..tables import FitTable
-from . import ADJUSTABLE, IngestError, ingest, list_batches, undo_batch
+from . import ADJUSTABLE, ingest, list_batches, undo_batch
 
 KINDS_HELP = {
     "requests": "per-request usage (one row per LLM call)",
@@ -44,28 +44,23 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
         def on_step(message: str) -> None:
             progress.update(task, description=f"ingest {kind}: {message}", total=None, completed=0)
 
-        try:
-            opts = dict(fmt=fmt, register_new=register_new, dry_run=dry_run, as_adjustment=as_adjustment,
-                        on_step=on_step, on_progress=lambda pct: progress.update(task, total=100, completed=pct))
-            if kind == "bill" and source is not None:
-                fail("--source and --map do not apply to a bill: it is read as FOCUS (docs/reconcile.md)")
-            if kind == "bill":
-                from .bill import ingest_bill
+        home = config.home()  # the ledger, resolved once here and passed down
+        opts = dict(fmt=fmt, register_new=register_new, dry_run=dry_run, as_adjustment=as_adjustment,
+                    on_step=on_step, on_progress=lambda pct: progress.update(task, total=100, completed=pct),
+                    home=home)
+        if kind == "bill" and source is not None:
+            fail("--source and --map do not apply to a bill: it is read as FOCUS (docs/reconcile.md)")
+        if kind == "bill":
+            from .bill import ingest_bill
 
-                result = ingest_bill(files, **opts)
-            elif source is None:
-                result = ingest(kind, files, **opts)
-            else:
-                from .sources import ingest_from
+            result = ingest_bill(files, **opts)
+        elif source is None:
+            result = ingest(kind, files, **opts)
+        else:
+            from .sources import ingest_from
 
-                result = ingest_from(source, kind, files, map_path, **opts)
-        except IngestError as e:
-            progress.stop()
-            fail(e.lines())
-        except store.StoreError as e:
-            progress.stop()
-            fail(str(e))
-    warnings = _batch_warnings(result)
+            result = ingest_from(source, kind, files, map_path, **opts)
+    warnings = _batch_warnings(result, home.path)
     if as_json:
         print_json({**result.as_dict(), "warnings": warnings})
         return
@@ -118,7 +113,7 @@ def batches_as_table(data: list[dict]) -> FitTable:
     return t
 
 
-def _batch_warnings(result) -> list[str]:
+def _batch_warnings(result, home: Path) -> list[str]:
     """`ledger check` restricted to the batch just written: a SKU with no price, a pool with no fleet,
     an unknown charge target show up now, not at month end. Warnings only: the batch is valid data
     and stays (the price may be loaded later), so they never change the exit code (docs/check.md)."""
@@ -126,7 +121,7 @@ def _batch_warnings(result) -> list[str]:
         return []
     try:
         with Ledger() as s:
-            report = check_ledger(s, batch=result.batch_id)
+            report = check_ledger(s, batch=result.batch_id, home=home)
     except Exception as e:  # the batch is committed: a failing check must not turn it into a failure
         return [f"batch {result.batch_id} was not checked against the price books ({e}); run `ledger check`"]
     return [f.message for f in report.findings]
@@ -226,8 +221,5 @@ def register(app: typer.Typer) -> None:
         """Remove a batch whose period is open (to correct rows: undo their batch, then ingest the corrected
         file again)."""
         with Ledger() as s:
-            try:
-                b = undo_batch(s, batch_id)
-            except store.StoreError as e:
-                fail(str(e))
+            b = undo_batch(s, batch_id, home=config.home())
         out.print(f"batch {b.id} ({b.kind}, {plural(b.rows_new, 'row')}) removed")

@@ -1,10 +1,13 @@
-"""Stage 5, commit: the ingest under its lock, the atomic batch commit, orphan sweeping, batch listing and undo."""
+"""Stages 5 and 6, stage and commit, and the ingest itself: under the home's lock, the stages of a
+batch in order (open, read, check, key, stage, commit), each handing the next a frozen record of
+``records``; the workspace that cleans up after them; orphan sweeping, batch listing and undo."""
 from __future__ import annotations
 
 import json
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,16 +15,18 @@ import duckdb
 from sqlmodel import select
 
 from .. import config, duck, facts, facts_layout, store
+from ..config import Home
+from ..errors import Problem
 from ..models import IngestBatch, Pool
-from . import enums, opening
-from .checks import cast_checks, checks, jsonl_checks, lit, q
-from .dedupe import _already_ingested, _dedupe
-from .opening import _digests_in_background, _open_sources, _read_select
-from .records import (ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, FileReport, IngestError, IngestResult, Problem,
-                      _first_line, _reject_problem, _Source)
-from .rows import (_any_bad, _row_problems, _summary, _value_checks, closed_period_problem, lines_at_bytes,
-                   unknown_name_problems)
-from .staging import _booked_sql, _copy, _pass_sql, _typed_cols, _watch
+from ..sqltext import literal as lit, quote_ident as q
+from . import enums
+from .dedupe import _already_ingested, key
+from .opening import _digests_in_background, open_files
+from .passes import read_file
+from .records import (ADJUSTABLE, Batch, Checked, FileReport, IngestError, IngestResult, Keyed, LedgerState, OpenFile,
+                      Origin, Read, Workspace)
+from .rows import check_batch, check_file
+from .staging import _booked_sql
 
 
 _lock = facts_layout.lock  # one writer of a home's facts at a time: ingests, undos, the migration
@@ -61,215 +66,179 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
            dry_run: bool = False, as_adjustment: bool = False,
            on_step: Callable[[str], None] | None = None,
            on_progress: Callable[[float], None] | None = None,
-           origins: Sequence[dict] | None = None) -> IngestResult:
+           origins: Sequence[Origin] = (), home: Home | None = None) -> IngestResult:
     """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
 
     `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
     long pass over the current file (for a progress bar). `origins`, one per path, are the files
     the batch records instead when `paths` were converted from them (the adapters of
-    ``ledger.ingest.sources``): ``{"path", "sha256", "format", "bytes"}``."""
+    ``ledger.ingest.sources``, the bill). `home` is the ledger to ingest into (``ledger.config.Home``:
+    its folder and DB); without one, the configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL),
+    resolved here once: nothing below reads the environment."""
     if kind not in facts.KINDS:
-        raise IngestError([Problem(kind, None, None, f"unknown kind (one of {', '.join(facts.KINDS)})")])
+        raise IngestError([Problem(file=kind, message=f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
         why = "a charge carries its own invoice period" if kind == "charges" else "intervals are capacity in time"
-        raise IngestError([Problem(str(paths[0]) if paths else kind, None, None,
-                                   f"--as-adjustment applies to {', '.join(ADJUSTABLE)}, not {kind} ({why}): book a "
-                                   "late cost as a charge in an open period")])
+        raise IngestError([Problem(file=str(paths[0]) if paths else kind,
+                                   message=f"--as-adjustment applies to {', '.join(ADJUSTABLE)}, not {kind} ({why}): "
+                                           "book a late cost as a charge in an open period")])
     if not paths:
-        raise IngestError([Problem(kind, None, None, "no files given")])
-    step = on_step or (lambda _m: None)
-    home = config.ledger_home()
-    with _lock(home), store.session() as s:
+        raise IngestError([Problem(file=kind, message="no files given")])
+    ledger = config.home() if home is None else home
+    batch = Batch(kind=kind, paths=tuple(Path(p) for p in paths), fmt=fmt, register_new=register_new,
+                  dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()))
+    with _lock(ledger.path), store.session(ledger.database_url) as s:
         store.check_initialized(s)
-        sweep_orphans(s, home)
-        facts_layout.migrate(home, locked=True)  # a home of the flat layout moves to month partitions
-        con = _connect(home)
-        try:
-            return _ingest(con, s, home, kind, [Path(p) for p in paths], fmt, register_new, dry_run, as_adjustment,
-                           step, on_progress, origins)
-        finally:
-            con.close()
-            shutil.rmtree(home / "facts" / "_tmp", ignore_errors=True)
+        sweep_orphans(s, ledger.path)
+        facts_layout.migrate(ledger.path, locked=True)  # a home of the flat layout moves to month partitions
+        with workspace(s, ledger.path, kind, on_step, on_progress) as ws:
+            return _ingest(ws, s, batch)
 
 
-def _ingest(con, s, home, kind, paths, fmt, register_new, dry_run, as_adjustment, step, on_progress,
-            origins) -> IngestResult:
-    spec = facts.KINDS[kind]
-    sources = _open_sources(con, kind, paths, fmt, link_dir=home / "facts" / "_tmp" / "links")
-    for src, origin in zip(sources, origins or ()):
-        src.origin = origin
-    if _already_ingested(s, kind, sources):
-        # Every file is byte for byte one whose rows a committed batch holds in full: nothing to add.
-        rows = sum(x.rows for x in sources)
-        files = tuple(_report(x) for x in sources)
-        batch_id = None if dry_run else _new_batch_id()
-        if batch_id:
-            s.add(IngestBatch(id=batch_id, kind=kind, status="committed", files=_files_json(sources),
-                              rows_read=rows, rows_new=0, rows_duplicate=rows))
-            s.commit()
-        return IngestResult(kind=kind, batch_id=batch_id, files=files, rows_read=rows, rows_new=0, rows_duplicate=rows,
-                            dry_run=dry_run)
-    closed = set(store.closed_periods(s))
-    known = {d: store.dim_names(s, kind=d) for d in ("tenant", "product")}
-    expected = enums.expected_names(s, known)
-    base_checks = checks(kind)
+@contextmanager
+def workspace(s, home: Path, kind: str, on_step: Callable[[str], None] | None = None,
+              on_progress: Callable[[float], None] | None = None) -> Iterator[Workspace]:
+    """The workspace of one batch of `kind` in the ledger home `home` (its folder; `s`: a session on its
+    DB), and all its clean-up, in one place, whatever happens: the connection is closed (its temp
+    tables, views and ENUM types go with it), the staging folder and the scratch folder (links, the
+    unpacked copies of gzip files) are removed; and on a failure the fact files written for the batch
+    go too, unless its row was committed (the commit point)."""
     batch_id = _new_batch_id()
-    staging = home / "facts" / "_staging" / batch_id
-    staging.mkdir(parents=True, exist_ok=True)
-    typed_cols = _typed_cols(kind)
-    open_period = store.current_open_period(s) if as_adjustment else None
-    booked = _booked_sql(kind, sorted(closed), open_period)
-
-    # One pass per file: parse, check every row, convert, write the staging Parquet.
-    problems, total_bad, staged = [], 0, []
-    digests = _digests_in_background([x.path for x in sources])
-    for i, src in enumerate(sources):
-        step(f"reading {src.label}")
-        row_checks = cast_checks(kind, src.fmt) + base_checks + (jsonl_checks(kind) if src.fmt == "jsonl" else [])
-        bad = _any_bad(row_checks)
-        out = staging / f"{i}.parquet"
-        rejects = None
-        domains = enums.domains(kind, src.read_path, src.columns, expected) if src.fmt == "csv" else {}
-        if domains:  # the fast pass (see .enums): names read as ENUMs; any surprise and the careful pass decides
-            try:
-                types = enums.create_enums(con, f"_e{i}", domains)
-                body = _read_select(kind, src, None, with_line=False, enum_types=types)
-                as_enum = frozenset(domains)
-                all_names = as_enum >= set(spec.categories) & set(src.columns)
-                with _watch(con, on_progress):
-                    _copy(con, _pass_sql(body, _typed_cols(kind, as_enum),
-                                         _any_bad(cast_checks(kind, "csv") + checks(kind, as_enum)), booked),
-                          out, text_dictionaries=not all_names)
-                rejects = []
-            except duckdb.Error:
-                out.unlink(missing_ok=True)
-                step(f"reading {src.label} again, value by value (a value the fast pass did not expect)")
-        if rejects is None:
-            if src.fmt == "parquet":  # columns typed in the file are taken as they are (no text round trip)
-                direct = opening.parquet_direct(kind, src.types)
-                instants = frozenset(c.name for c in spec.columns if c.name in direct and c.type == "TIMESTAMPTZ")
-                body = _read_select(kind, src, None, with_line=False, direct=direct)
-                pass_typed, pass_bad = (_typed_cols(kind, instants),
-                                        _any_bad(cast_checks(kind, "parquet") + checks(kind, instants)))
-            else:
-                body, pass_typed, pass_bad = _read_select(kind, src, f"rej{i}", with_line=False), typed_cols, bad
-            try:
-                with _watch(con, on_progress):
-                    _copy(con, _pass_sql(body, pass_typed, pass_bad, booked), out)
-                rejects = con.execute(f"SELECT line_byte_position, column_name, error_type, error_message FROM rej{i} "
-                                      "ORDER BY line_byte_position").fetchall() if src.fmt == "csv" else []
-            except duckdb.Error as e:
-                problems.append(opening.unreadable_json(src.read_path, src.label, src.shape, MAX_LINE_BYTES, e)
-                                if src.fmt == "jsonl" else
-                                Problem(src.label, None, None, f"cannot read: {_first_line(e)}"))
-                continue
-        if rejects:  # the file does not parse: say where; other checks wait until it does
-            total_bad += len(rejects)
-            shown = rejects[:MAX_PROBLEMS]  # DuckDB's byte positions count from 1
-            at = lines_at_bytes(src.read_path, [max(int(r[0] or 1) - 1, 0) for r in shown])
-            problems += [_reject_problem(src.label, at[max(int(r[0] or 1) - 1, 0)], *r[1:]) for r in shown]
-            continue
-        src.rows, n_bad, src.values, src.months = _summary(con, kind, out)
-        if src.rows == 0:
-            problems.append(Problem(src.label, None, None,
-                                    "no data rows (header only)" if src.fmt == "csv" else "no rows"))
-            continue
-        value_checks = _value_checks(kind, src.values)
-        if n_bad or value_checks:
-            found, n = _row_problems(con, kind, src, row_checks + value_checks)
-            problems += found
-            total_bad += n
-        staged.append(out)
-    for src, digest in zip(sources, digests.result()):
-        src.sha256 = digest
-    if problems:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise IngestError(problems, max(total_bad, len(problems)))
-
-    seen = {d: set().union(*(set(x.values.get(d) or []) for x in sources)) for d in ("tenant", "product")}
-    if kind == "charges":
-        seen["tenant"] |= {v[len("tenant:"):] for x in sources for v in x.values.get("allocate") or []
-                           if v.startswith("tenant:")}
-    unknown = {d: sorted(v - known[d]) for d, v in seen.items() if v - known[d]}
-    touched = set().union(*(x.months for x in sources))
-    hit = sorted(touched & closed)
-    problems = []
-    if unknown and not register_new:  # at the first row holding one (for charges: the column allocate)
-        problems += unknown_name_problems(con, kind, sources, unknown)
-    if hit and not as_adjustment:  # at the first row dated in a closed month
-        problems.append(closed_period_problem(con, kind, sources, hit))
-    if problems:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise IngestError(problems)
-    booked_period = open_period if hit else None
-    rows_read = sum(x.rows for x in sources)
-    files = tuple(_report(x) for x in sources)
-
-    step("checking keys")
-    existing = facts.committed_files(s, kind, home)
+    root = home / "facts"
+    ws = Workspace(con=_connect(home), home=home, kind=kind, batch_id=batch_id, staging=root / "_staging" / batch_id,
+                   scratch=root / "_tmp" / "links", step=on_step or (lambda _m: None), progress=on_progress)
     try:
-        new_rows, dup_rows = _dedupe(con, kind, sources, staged, existing, s)
-    except IngestError:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if dry_run:
-        shutil.rmtree(staging, ignore_errors=True)
-        return IngestResult(kind=kind, batch_id=None, files=files, rows_read=rows_read, rows_new=new_rows,
-                            rows_duplicate=dup_rows, dry_run=True,
-                            as_adjustment=bool(booked_period), booked_period=booked_period, registered=unknown)
-
-    # Into the month partitions of booked_at (facts_layout): nothing is read until the commit below
-    moved: list[Path] = []
-    try:
-        if new_rows and dup_rows == 0:  # every staged row is new: the staging files become the facts
-            moved = facts_layout.place_files(con, kind, batch_id, staged, home, staging / "months")
-        elif new_rows:
-            step("writing facts")
-            moved = facts_layout.write_select(con, kind, batch_id, "SELECT * FROM _new", home, staging / "months",
-                                              within=staged)
+        yield ws
     except BaseException:
-        for m in facts_layout.batch_paths(kind, batch_id, home):
-            m.unlink(missing_ok=True)
-        shutil.rmtree(staging, ignore_errors=True)
+        _drop_uncommitted(ws, s)
         raise
-    shutil.rmtree(staging, ignore_errors=True)
-    step("committing")
+    finally:
+        ws.con.close()
+        shutil.rmtree(ws.staging, ignore_errors=True)
+        shutil.rmtree(root / "_tmp", ignore_errors=True)
+
+
+def _drop_uncommitted(ws: Workspace, s) -> None:
+    """After a failure: the session rolled back, and the batch's fact files removed unless the store
+    holds its row (committed just before the failure). Should the store not say, they stay: files of
+    no committed batch are never read, and the next ingest sweeps them (:func:`sweep_orphans`)."""
     try:
-        registered = {d: store.add_dims(s, kind=d, names=names) for d, names in unknown.items()}
-        if kind == "fleet" and moved:
-            written = ", ".join(lit(str(m)) for m in moved)
-            for (pool,) in con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}], hive_partitioning=false)"
-                                       ).fetchall():
-                if s.get(Pool, pool) is None:
-                    s.add(Pool(name=pool, display_name=pool))
-        first, last = _extent(con, kind, moved)
-        s.add(IngestBatch(id=batch_id, kind=kind, status="committed",
-                          files=_files_json(sources),
-                          rows_read=rows_read, rows_new=new_rows, rows_duplicate=dup_rows, first_at=first, last_at=last,
-                          booked_period=booked_period, as_adjustment=bool(booked_period)))
-        s.commit()  # the commit point of the batch
-    except BaseException:
         s.rollback()
-        for m in moved:
-            m.unlink(missing_ok=True)
-        raise
-    return IngestResult(kind=kind, batch_id=batch_id, files=files, rows_read=rows_read, rows_new=new_rows,
-                        rows_duplicate=dup_rows, as_adjustment=bool(booked_period),
-                        booked_period=booked_period, registered=registered)
+        if s.get(IngestBatch, ws.batch_id) is None:
+            for f in facts_layout.batch_paths(ws.kind, ws.batch_id, ws.home):
+                f.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001 - the failure being raised is the one to tell
+        pass
 
 
-def _report(x: _Source) -> FileReport:
-    """What the batch says of a file: the file itself, or the source it was converted from."""
-    o = x.origin
-    return (FileReport(o["path"], o["sha256"], o["format"], x.rows) if o else
-            FileReport(x.label, x.sha256, x.recorded_format, x.rows))
+def _ingest(ws: Workspace, s, batch: Batch) -> IngestResult:
+    """The stages of one batch, in order, each handing the next a frozen record (or refusing with
+    IngestError: nothing is written)."""
+    files = open_files(ws.con, batch.kind, batch.paths, batch.fmt, ws.scratch, batch.origins)  # 1, open
+    held = _already_ingested(s, batch.kind, files)
+    if held is not None:  # every file is byte for byte one whose rows a committed batch holds in full
+        return _nothing_new(ws, s, batch, files, held)
+    state = _ledger_state(s, batch)
+    read = _read(ws, state, files)  # 2, read; 3, check (each file)
+    checked = check_batch(ws.con, batch, state, read.files)  # 3, check (the batch)
+    ws.step("checking keys")
+    keyed = key(ws.con, s, batch.kind, read.files, ws.home)  # 4, key
+    if batch.dry_run:
+        return IngestResult(kind=batch.kind, batch_id=None, files=read.reports, rows_read=read.rows,
+                            rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows, dry_run=True,
+                            as_adjustment=bool(checked.booked_period), booked_period=checked.booked_period,
+                            registered=dict(checked.unknown))
+    placed = stage(ws, read, keyed)  # 5, stage
+    return commit_batch(ws, s, batch, read, checked, keyed, placed)  # 6, commit
 
 
-def _files_json(sources: list[_Source]) -> str:
+def _nothing_new(ws: Workspace, s, batch: Batch, files: Sequence[OpenFile],
+                 reports: tuple[FileReport, ...]) -> IngestResult:
+    """A batch whose files a committed batch took in full: recorded (unless a dry run) with no new row."""
+    rows = sum(r.rows for r in reports)
+    batch_id = None if batch.dry_run else ws.batch_id
+    if batch_id:
+        s.add(IngestBatch(id=batch_id, kind=batch.kind, status="committed", files=_files_json(files, reports),
+                          rows_read=rows, rows_new=0, rows_duplicate=rows))
+        s.commit()
+    return IngestResult(kind=batch.kind, batch_id=batch_id, files=reports, rows_read=rows, rows_new=0,
+                        rows_duplicate=rows, dry_run=batch.dry_run)
+
+
+def _ledger_state(s, batch: Batch) -> LedgerState:
+    """What the ledger holds as the batch starts: its closed months, its names, the open month an
+    adjustment books into, and so the SQL of ``booked_at``."""
+    closed = frozenset(store.closed_periods(s))
+    names = {d: store.dim_names(s, kind=d) for d in ("tenant", "product")}
+    expected = enums.expected_names(s, names)
+    open_period = store.current_open_period(s) if batch.as_adjustment else None
+    return LedgerState(closed=closed, names=names, expected=expected, open_period=open_period,
+                       booked=_booked_sql(batch.kind, sorted(closed), open_period))
+
+
+def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile]) -> Read:
+    """Stages 2 and 3 file by file: each file's one pass (``passes.read_file``), then its rows checked
+    (``rows.check_file``), while a thread computes the files' SHA-256. IngestError with every file's
+    problems, in file order."""
+    ws.staging.mkdir(parents=True, exist_ok=True)
+    digests = _digests_in_background([f.path for f in files])
+    reads, problems, total = [], [], 0
+    for i, f in enumerate(files):
+        r = read_file(ws, i, f, state)
+        found, n = check_file(ws.con, ws.kind, r)
+        problems += found
+        total += n
+        reads.append(r)
+    shas = digests.result()
+    if problems:
+        raise IngestError(problems, max(total, len(problems)))
+    return Read(files=tuple(reads), reports=tuple(FileReport.of(r.file, sha, r.rows) for r, sha in zip(reads, shas)))
+
+
+def stage(ws: Workspace, read: Read, keyed: Keyed) -> tuple[Path, ...]:
+    """Stage 5, stage: the batch's new rows into the month partitions of ``booked_at``
+    (``ledger.facts_layout``) as files of the batch, which nothing reads until the commit: the staged
+    files as they are when every row is new, else the new rows (``keyed.new_sql``) written again."""
+    staged = [f.staged for f in read.files]
+    if keyed.new_rows and keyed.new_sql is None:
+        return tuple(facts_layout.place_files(ws.con, ws.kind, ws.batch_id, staged, ws.home, ws.staging / "months"))
+    if keyed.new_rows:
+        ws.step("writing facts")
+        return tuple(facts_layout.write_select(ws.con, ws.kind, ws.batch_id, keyed.new_sql, ws.home,
+                                               ws.staging / "months", within=staged))
+    return ()
+
+
+def commit_batch(ws: Workspace, s, batch: Batch, read: Read, checked: Checked, keyed: Keyed,
+                 placed: tuple[Path, ...]) -> IngestResult:
+    """Stage 6, commit: the unknown names registered (as asked), a fleet's new pools, then the batch
+    row, the commit point: from it on, readers read the `placed` files. A failure before it leaves
+    nothing (``workspace`` removes the files)."""
+    ws.step("committing")
+    registered = {d: store.add_dims(s, kind=d, names=names) for d, names in checked.unknown.items()}
+    if batch.kind == "fleet" and placed:
+        written = ", ".join(lit(str(m)) for m in placed)
+        for (pool,) in ws.con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}], hive_partitioning=false)"
+                                      ).fetchall():
+            if s.get(Pool, pool) is None:
+                s.add(Pool(name=pool, display_name=pool))
+    first, last = _extent(ws.con, batch.kind, list(placed))
+    booked_period = checked.booked_period
+    s.add(IngestBatch(id=ws.batch_id, kind=batch.kind, status="committed",
+                      files=_files_json([f.file for f in read.files], read.reports),
+                      rows_read=read.rows, rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
+                      first_at=first, last_at=last, booked_period=booked_period, as_adjustment=bool(booked_period)))
+    s.commit()  # the commit point of the batch
+    return IngestResult(kind=batch.kind, batch_id=ws.batch_id, files=read.reports, rows_read=read.rows,
+                        rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
+                        as_adjustment=bool(booked_period), booked_period=booked_period, registered=registered)
+
+
+def _files_json(files: Sequence[OpenFile], reports: Sequence[FileReport]) -> str:
     """The batch's files: path as given, the SHA-256 and size of the file's own bytes (a gzip file's
     compressed bytes: what ``sha256sum`` of it says), format (``csv.gz`` for a compressed one), rows."""
-    return json.dumps([{**_report(x).__dict__, "bytes": x.origin["bytes"] if x.origin else x.path.stat().st_size}
-                       for x in sources])
+    return json.dumps([{**r.__dict__, "bytes": f.origin.bytes if f.origin else f.path.stat().st_size}
+                       for f, r in zip(files, reports)])
 
 
 def _new_batch_id() -> str:
@@ -292,12 +261,13 @@ def list_batches(s) -> list[IngestBatch]:
     return list(s.exec(select(IngestBatch).order_by(IngestBatch.created_at)))
 
 
-def undo_batch(s, batch_id: str) -> IngestBatch:
+def undo_batch(s, batch_id: str, *, home: Home | None = None) -> IngestBatch:
     """Remove a committed batch whose period(s) are open: the DB row first (the commit point), then its
-    files in every month partition (and a flat one of a home not yet migrated), under the ingest lock."""
-    home = config.ledger_home()
-    with _lock(home):
-        return _undo(s, batch_id, home)
+    files in every month partition (and a flat one of a home not yet migrated), under the ingest lock.
+    `s` is a session on the DB of the ledger `home` (default: the configured one, resolved here)."""
+    folder = (config.home() if home is None else home).path
+    with _lock(folder):
+        return _undo(s, batch_id, folder)
 
 
 def _undo(s, batch_id: str, home: Path) -> IngestBatch:

@@ -1,41 +1,53 @@
-"""Stage 4, dedupe and keys: files ingested before, key hashes, duplicates and conflicting keys."""
+"""Stage 4, key: files ingested before, key hashes, duplicates and conflicting keys (:func:`key`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlmodel import select
 
 from .. import facts
+from ..errors import Problem
 from ..models import IngestBatch
-from .checks import lit, q
-from .opening import _read_select, _sha256
-from .records import MAX_PROBLEMS, IngestError, Problem, _Source
+from ..sqltext import literal as lit, quote_ident as q
+from .opening import _read_select, file_sha256
+from .records import MAX_PROBLEMS, FileReport, IngestError, Keyed, OpenFile, ReadFile
 from .staging import _typed_cols
 
 
-def _already_ingested(s, kind: str, sources: list[_Source]) -> bool:
-    """True when each file has the bytes (size, then SHA-256) and format of a file of a committed
-    batch whose rows were all new: then every row of it is in the ledger already. The size is
-    compared first so that a new file costs no extra pass."""
+def _already_ingested(s, kind: str, files: Sequence[OpenFile]) -> tuple[FileReport, ...] | None:
+    """The reports of the files (SHA-256, and the rows the batch that held them read) when each file
+    has the bytes (size, then SHA-256) and format of a file of a committed batch whose rows were all
+    new: then every row of it is in the ledger already; else None. The size is compared first so
+    that a new file costs no extra pass."""
     held: dict[int, list[dict]] = {}
     for b in s.exec(select(IngestBatch).where(IngestBatch.kind == kind, IngestBatch.status == "committed",
                                               IngestBatch.rows_duplicate == 0, IngestBatch.rows_new > 0)):
         for f in json.loads(b.files):
             if "bytes" in f:
                 held.setdefault(f["bytes"], []).append(f)
-    if not held or any(x.path.stat().st_size not in held for x in sources):
-        return False
-    for x in sources:
-        x.sha256 = _sha256(x.path)
-        match = [f for f in held[x.path.stat().st_size] if f["sha256"] == x.sha256 and f["format"] == x.recorded_format]
+    if not held or any(x.path.stat().st_size not in held for x in files):
+        return None
+    reports = []
+    for x in files:
+        sha256 = file_sha256(x.path)
+        match = [f for f in held[x.path.stat().st_size] if f["sha256"] == sha256 and f["format"] == x.recorded_format]
         if not match:
-            return False
-        x.rows = match[0]["rows"]
-    return True
+            return None
+        reports.append(FileReport.of(x, sha256, match[0]["rows"]))
+    return tuple(reports)
 
 
-def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
+def key(con, s, kind: str, files: Sequence[ReadFile], home: Path) -> Keyed:
+    """Stage 4, key: the staged rows of `files` matched by key against each other and the committed
+    facts of the ledger home `home` (:func:`_dedupe`). IngestError names each conflicting key."""
+    existing = facts.committed_files(s, kind, home)
+    new, duplicate = _dedupe(con, kind, files, existing, s)
+    return Keyed(new_rows=new, duplicate_rows=duplicate, new_sql=None if duplicate == 0 else "SELECT * FROM _new")
+
+
+def _dedupe(con, kind: str, files: Sequence[ReadFile], existing: list[Path], s) -> tuple[int, int]:
     """Counts (new, duplicate); creates view ``_new`` with the rows to write when some are duplicates.
 
     The same key with the same content counts once; with other content it is a conflict
@@ -45,7 +57,7 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
     spec = facts.KINDS[kind]
     key = ", ".join(q(k) for k in spec.key)
     cols = ", ".join(q(c) for c in spec.names)
-    stage_list = ", ".join(lit(str(f)) for f in staged)
+    stage_list = ", ".join(lit(str(x.staged)) for x in files)
     con.execute(f"CREATE OR REPLACE TEMP VIEW _stage AS SELECT {cols}, booked_at, _bad, filename "
                 f"FROM read_parquet([{stage_list}], filename=true)")
     if existing:
@@ -56,7 +68,7 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
         con.execute(f"CREATE OR REPLACE TEMP VIEW _existing AS SELECT {cols}, filename FROM _stage WHERE false")
     # Distinct 64-bit hashes of the key prove the keys distinct (see hashes_repeat). Only when
     # hashes repeat (a duplicate, or rarely a collision) are the keys themselves counted.
-    total = sum(x.rows for x in sources)
+    total = sum(x.rows for x in files)
     distinct = total
     if hashes_repeat(con, f"SELECT hash({key}) AS h FROM _stage", total):
         distinct = con.execute(f"SELECT count(DISTINCT ({key})) FROM _stage").fetchall()[0][0]
@@ -76,7 +88,7 @@ def _dedupe(con, kind, sources, staged, existing, s) -> tuple[int, int]:
             f"USING ({key})) n JOIN (SELECT {key}, hash({cols}) AS h FROM _existing SEMI JOIN _overlap USING ({key})) e "
             f"USING ({key}) WHERE n.h <> e.h").fetchone()[0]
     if internal_conflicts or conflicts:
-        raise IngestError(_conflict_problems(con, kind, sources, s), internal_conflicts + conflicts)
+        raise IngestError(_conflict_problems(con, kind, files, s), internal_conflicts + conflicts)
     if matched == 0 and internal_dups == 0:
         return total, 0
     con.execute(f"CREATE OR REPLACE TEMP VIEW _new AS SELECT * EXCLUDE (filename, _rn) FROM (SELECT *, row_number() "
@@ -105,7 +117,7 @@ def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
                             f"FROM ({hashes_sql}))").fetchone()[0])
 
 
-def _conflict_problems(con, kind, sources, s) -> list[Problem]:
+def _conflict_problems(con, kind: str, files: Sequence[ReadFile], s) -> list[Problem]:
     """Name both sources of each conflicting key: the new file and line, and the line or batch it
     clashes with. Lines are found by reading the new files again, numbered, for the keys in conflict."""
     spec = facts.KINDS[kind]
@@ -118,8 +130,8 @@ def _conflict_problems(con, kind, sources, s) -> list[Problem]:
         SELECT {keyl} FROM (SELECT {keyl}, hash({cols}) AS h FROM _stage) n
           JOIN (SELECT {keyl}, hash({cols}) AS h, filename FROM _existing) e USING ({keyl}) WHERE n.h <> e.h""")
     parts = [f"SELECT {i} AS src, _line, {keyl}, hash({cols}) AS h FROM (SELECT _line, {_typed_cols(kind)} FROM "
-             f"({_read_select(kind, src, None, with_line=True)})) SEMI JOIN _clash USING ({keyl})"
-             for i, src in enumerate(sources)]
+             f"({_read_select(kind, x.file, None, with_line=True)})) SEMI JOIN _clash USING ({keyl})"
+             for i, x in enumerate(files)]
     con.execute(f"CREATE OR REPLACE TEMP TABLE _lines AS {' UNION ALL '.join(parts)}")
     batch_files = {b.id: ", ".join(f["path"] for f in json.loads(b.files))
                    for b in s.exec(select(IngestBatch).where(IngestBatch.kind == kind))}
@@ -138,7 +150,7 @@ def _conflict_problems(con, kind, sources, s) -> list[Problem]:
         wanted.setdefault(i, set()).add(int(line))
         if other_i is not None:
             wanted.setdefault(other_i, set()).add(int(other_line))
-    at = {i: physical_lines(sources[i], sorted(ns)) for i, ns in wanted.items()}
+    at = {i: physical_lines(files[i].file, files[i].rows, sorted(ns)) for i, ns in wanted.items()}
     out = []
     for keyval, i, line, other_i, other_line, existing_file in rows:
         line = at[i].get(int(line), int(line))
@@ -150,7 +162,7 @@ def _conflict_problems(con, kind, sources, s) -> list[Problem]:
                        f"different content (a key must not change): to correct that row, undo its batch with "
                        f"`ledger batches undo {bid}` and ingest the corrected file again")
         else:
-            message = (f"{keyval!r} is already in {sources[other_i].label}:{other_line} with different content (a key "
-                       "must not change): keep one of the two rows")
-        out.append(Problem(sources[i].label, int(line), spec.key[0], message))
+            message = (f"{keyval!r} is already in {files[other_i].file.label}:{other_line} with different content "
+                       "(a key must not change): keep one of the two rows")
+        out.append(Problem(file=files[i].file.label, line=int(line), entry=spec.key[0], message=message))
     return out

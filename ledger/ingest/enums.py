@@ -21,7 +21,7 @@ from sqlmodel import select
 
 from .. import facts
 from ..models import Pool, PriceEntryRow
-from .checks import lit, q
+from ..sqltext import literal as lit, quote_ident as q
 
 SAMPLE_WINDOWS = 16  # spread over the file
 SAMPLE_BYTES = 1 << 17  # per window; a file up to 16 x 128 KiB is read whole

@@ -1,16 +1,21 @@
-"""Stage 1, open sources: each file's format, columns and SHA-256, and its SELECT in the read types."""
+"""Stage 1, open: each file's format, columns and SHA-256 (:func:`open_files`), and its SELECT in the read types."""
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
 
 from .. import facts
-from .checks import cast_flag, cast_sql, file_type, lit, q, read_type
-from .records import FORMAT_NAMES, FORMATS, MAX_LINE_BYTES, IngestError, Problem, _first_line, _Source
+from ..errors import Problem
+from ..sqltext import literal as lit, quote_ident as q
+from .checks import cast_flag, cast_sql, file_type, read_type
+from .records import FORMAT_NAMES, FORMATS, MAX_LINE_BYTES, IngestError, OpenFile, Origin, first_line
+from .lines import long_line
 from .shapes import (GLOB_CHARS, json_problem, json_reader, json_record_line, line_ends, plain_suffix,  # noqa: F401
                      readable, readable_path)
 
@@ -26,25 +31,26 @@ def format_named(path: Path, fmt: str | None) -> str | None:
 def _format_of(path: Path, fmt: str | None) -> str:
     f = format_named(path, fmt)
     if f is None and fmt:
-        raise IngestError([Problem(str(path), None, None, f"unknown format {fmt!r} (csv, parquet, jsonl)")])
+        raise IngestError([Problem(file=str(path), message=f"unknown format {fmt!r} (csv, parquet, jsonl)")])
     if f is None:
         suffix = plain_suffix(path) or path.suffix
-        raise IngestError([Problem(str(path), None, None,
-                                   f"cannot tell the format from the extension {suffix!r}; use --format")])
+        raise IngestError([Problem(file=str(path),
+                                   message=f"cannot tell the format from the extension {suffix!r}; use --format")])
     return f
 
 
-def _digests_in_background(paths: list[Path]):
+def _digests_in_background(paths: Sequence[Path]):
     """SHA-256 of each file, computed in a thread while DuckDB reads (hashlib releases the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(lambda: [_sha256(p) for p in paths])
+    future = pool.submit(lambda: [file_sha256(p) for p in paths])
     pool.shutdown(wait=False)
     return future
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes (hex), as ``sha256sum`` says: what a batch records of a file."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         while chunk := fh.read(1 << 22):
@@ -52,128 +58,72 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _csv_header(src: _Source) -> list[Problem]:
-    """The header's column names. The header ends at the first line end (LF, CRLF or a lone CR, as
-    DuckDB's reader takes them) within the first MiB; a longer first line is a problem."""
+def csv_header(path: Path, label: str) -> tuple[list[str], list[Problem]]:
+    """(the column names of the CSV file at `path`'s header, its problems), the file named `label` in
+    problems. The header ends at the first line end (LF, CRLF or a lone CR, as DuckDB's reader takes
+    them) within the first MiB; a longer first line is a problem."""
     import csv
 
-    with src.read_path.open("rb") as fh:
+    with path.open("rb") as fh:
         head = fh.read(MAX_LINE_BYTES + 1)
     if not head.strip():
-        return [Problem(src.label, None, None, "file is empty: expected a header line and rows")]
+        return [], [Problem(file=label, message="file is empty: expected a header line and rows")]
     ends = [i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0]
     if not ends:
         if len(head) > MAX_LINE_BYTES:
-            return [Problem(src.label, 1, None, f"the header line is longer than {MAX_LINE_BYTES} bytes "
-                                                "(is this a CSV file?)")]
+            return [], [Problem(file=label, line=1, message=f"the header line is longer than {MAX_LINE_BYTES} bytes "
+                                                            "(is this a CSV file?)")]
         end = len(head)
     else:
         end = min(ends)
     try:
         text = head[:end].decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        return [Problem(src.label, 1, None, f"header is not UTF-8 ({e.reason} at byte {e.start})")]
+        return [], [Problem(file=label, line=1, message=f"header is not UTF-8 ({e.reason} at byte {e.start})")]
     if "\x00" in text:
-        return [Problem(src.label, 1, None, "the header holds a NUL byte (is this a CSV file?)")]
+        return [], [Problem(file=label, line=1, message="the header holds a NUL byte (is this a CSV file?)")]
     limit = csv.field_size_limit()
     csv.field_size_limit(max(limit, MAX_LINE_BYTES + 1))
     try:
         fields = next(csv.reader([text]), [])
     except csv.Error as e:
-        return [Problem(src.label, 1, None, f"the header is not a CSV line: {e}")]
+        return [], [Problem(file=label, line=1, message=f"the header is not a CSV line: {e}")]
     finally:
         csv.field_size_limit(limit)
     bad = [f for f in fields if len(f) > 200]
     if bad:
-        return [Problem(src.label, 1, None, f"a header field is {len(bad[0])} characters long: "
-                                            "expected column names (is this a CSV file?)")]
-    src.columns = [c.strip() for c in fields]
-    return []
+        return [], [Problem(file=label, line=1, message=f"a header field is {len(bad[0])} characters long: "
+                                                        "expected column names (is this a CSV file?)")]
+    return [c.strip() for c in fields], []
 
 
-def long_line(path: Path, limit: int = MAX_LINE_BYTES) -> tuple[int, int] | None:
-    """(line number, length in bytes) of the first line longer than `limit` bytes, or None.
-
-    DuckDB's CSV reader refuses a line of up to 32 MiB that is over its limit, but drops a longer
-    one without a word; this scan finds such lines first. It is cheap: a line longer than `limit`
-    covers a whole aligned block of `limit // 2` bytes with no line end, and each block is tested
-    with one byte search that stops at its first line end; only a block without one is looked at
-    closely."""
-    block = max(limit // 2, 1)
-    size = path.stat().st_size
-    if size <= limit:
-        return None
-    with path.open("rb") as fh:
-        pos = 0
-        while pos < size:
-            fh.seek(pos)
-            chunk = fh.read(block)
-            if b"\n" not in chunk and b"\r" not in chunk and len(chunk) == block:
-                found = _line_around(fh, pos, size, limit)
-                if found:
-                    return found
-            pos += block
-    return None
-
-
-def _line_around(fh, pos: int, size: int, limit: int) -> tuple[int, int] | None:
-    """The line holding byte `pos`: (its number, its length) when longer than `limit`."""
-    start = pos
-    while start > 0:  # back to the previous line end
-        lo = max(0, start - (1 << 20))
-        fh.seek(lo)
-        data = fh.read(start - lo)
-        k = max(data.rfind(b"\n"), data.rfind(b"\r"))
-        if k >= 0:
-            start = lo + k + 1
-            break
-        start = lo
-    end = pos
-    while end < size:
-        fh.seek(end)
-        data = fh.read(1 << 20)
-        ks = [k for k in (data.find(b"\n"), data.find(b"\r")) if k >= 0]
-        if ks:
-            end += min(ks)
-            break
-        end += len(data)
-    if end - start <= limit:
-        return None
-    fh.seek(0)
-    lines, done = 1, 0
-    while done < start:
-        data = fh.read(min(1 << 22, start - done))
-        lines += line_ends(data)
-        done += len(data)
-    return lines, end - start
-
-
-def _jsonl_keys(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Problem]:
-    if src.read_path.stat().st_size == 0:
-        return [Problem(src.label, None, None, "file is empty: expected JSON objects (one per line, or an array of "
-                                               "them)")]
-    reader = json_reader(src.read_path, src.shape, MAX_LINE_BYTES)
+def _jsonl_keys(con: duckdb.DuckDBPyConnection, label: str, path: Path,
+                shape: str) -> tuple[list[str], list[Problem]]:
+    """(the keys of the JSON file at `path` (of its `shape`), sorted, its problems): one pass."""
+    if path.stat().st_size == 0:
+        return [], [Problem(file=label, message="file is empty: expected JSON objects (one per line, or an array of "
+                                                "them)")]
+    reader = json_reader(path, shape, MAX_LINE_BYTES)
     # One pass: the keys, and a mark for a record that is not an object (an element 5 of an array) or
     # longer than a row may be (an object of an array: JSON Lines were held to it line by line)
     not_row = {_NOT_AN_OBJECT: "json_type(json) <> 'OBJECT'"}
-    if src.shape != "lines":
+    if shape != "lines":
         not_row[_TOO_LONG] = f"strlen(CAST(json AS VARCHAR)) > {MAX_LINE_BYTES}"
     marks = " ".join(f"WHEN {cond} THEN [{lit(mark)}]" for mark, cond in not_row.items())
     try:
         rows = con.execute(f"SELECT DISTINCT unnest(CASE {marks} ELSE json_keys(json) END) FROM {reader}").fetchall()
     except duckdb.Error as e:
-        return [unreadable_json(src.read_path, src.label, src.shape, MAX_LINE_BYTES, e)]
+        return [], [unreadable_json(path, label, shape, MAX_LINE_BYTES, e)]
     keys = {r[0] for r in rows}
     if keys & set(not_row):
         n, object_ = con.execute(f"SELECT n, json_type(json) = 'OBJECT' FROM (SELECT row_number() OVER () AS n, json "
                                  f"FROM {reader}) WHERE {' OR '.join(not_row.values())} ORDER BY n LIMIT 1").fetchone()
         said = (f"a JSON object longer than {MAX_LINE_BYTES} bytes" if object_ else
                 "not a JSON object: one row is one object {...}")
-        return [Problem(src.label, json_record_line(src.read_path, src.label, src.shape, n), None, said)]
+        return [], [Problem(file=label, line=json_record_line(path, label, shape, n), message=said)]
     if not keys and not con.execute(f"SELECT count(*) FROM {reader}").fetchone()[0]:
-        return [Problem(src.label, None, None, "no rows: the file holds no JSON object")]
-    src.columns = sorted(keys)
-    return []
+        return [], [Problem(file=label, message="no rows: the file holds no JSON object")]
+    return sorted(keys), []
 
 
 _NOT_AN_OBJECT, _TOO_LONG = "\x00not an object", "\x00too long"
@@ -184,7 +134,7 @@ def unreadable_json(path: Path, label: str, shape: str, limit: int, e: BaseExcep
     JSON of its shape (file, line, column; ``shapes.json_problem``), DuckDB's message only when none
     is found."""
     found = json_problem(path, label, shape, limit)
-    return found or Problem(label, None, None, f"cannot read it as JSON: {_first_line(e)}")
+    return found or Problem(file=label, message=f"cannot read it as JSON: {first_line(e)}")
 
 
 def unreadable_csv(path: Path, label: str, e: BaseException) -> Problem:
@@ -205,16 +155,16 @@ def unreadable_csv(path: Path, label: str, e: BaseException) -> Problem:
             for record in reader:
                 if record and len(record) != width:
                     what = "more" if len(record) > width else "fewer"
-                    return Problem(label, line, None, f"{what} fields than the header has")
+                    return Problem(file=label, line=line, message=f"{what} fields than the header has")
                 line = reader.line_num + 1
     except csv.Error as err:
         quote = "unexpected end of data" in str(err) or "EOF" in str(err)
-        return Problem(label, line, None, "a quote that is never closed" if quote else f"not CSV ({err})")
+        return Problem(file=label, line=line, message="a quote that is never closed" if quote else f"not CSV ({err})")
     except UnicodeDecodeError:
-        return Problem(label, line, None, "bytes that are not UTF-8")
+        return Problem(file=label, line=line, message="bytes that are not UTF-8")
     finally:
         csv.field_size_limit(limit)
-    return Problem(label, None, None, f"cannot read it as CSV: {_first_line(e)}")
+    return Problem(file=label, message=f"cannot read it as CSV: {first_line(e)}")
 
 
 def match_columns(label: str, line: int | None, found: list[str], expected: list[str]
@@ -237,8 +187,9 @@ def match_columns(label: str, line: int | None, found: list[str], expected: list
             continue
         if len(names) > 1:
             kept = next((n for n in names if n in targets), names[0])
-            problems += [Problem(label, line, other, f"the file also has the column {kept!r}: names that differ "
-                                                     "only in case are ambiguous (keep one)")
+            problems += [Problem(file=label, line=line, entry=other,
+                                 message=f"the file also has the column {kept!r}: names that differ "
+                                         "only in case are ambiguous (keep one)")
                          for other in names if other != kept]
             continue
         name = names[0]
@@ -247,8 +198,9 @@ def match_columns(label: str, line: int | None, found: list[str], expected: list
         elif len(targets) == 1:
             out[name] = targets[0]
         else:
-            problems.append(Problem(label, line, name, f"matches {' and '.join(targets)} but for case: write it as "
-                                                       "one of them"))
+            problems.append(Problem(file=label, line=line, entry=name,
+                                    message=f"matches {' and '.join(targets)} but for case: write it as "
+                                            "one of them"))
     return out, problems
 
 
@@ -256,24 +208,26 @@ def match_columns(label: str, line: int | None, found: list[str], expected: list
 _NAIVE_TIMESTAMPS = {"TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"}
 
 
-def _parquet_columns(con: duckdb.DuckDBPyConnection, src: _Source) -> list[Problem]:
-    """A Parquet file's columns and the DuckDB type each reads as (kept for the pass: see
-    `parquet_direct`); a naive timestamp column is a problem."""
+def _parquet_columns(con: duckdb.DuckDBPyConnection, label: str,
+                     path: Path) -> tuple[dict[str, str], list[Problem]]:
+    """(a Parquet file's columns -> the DuckDB type each reads as (kept for the pass: see
+    `parquet_direct`), its problems); a naive timestamp column is a problem."""
     try:
-        rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(src.read_path))})").fetchall()
+        rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(path))})").fetchall()
     except duckdb.Error as e:
-        return [Problem(src.label, None, None, f"not a Parquet file: {_first_line(e)}")]
-    names = parquet_names(con, src.read_path, [r[0] for r in rows])
-    src.types = {n: r[1] for n, r in zip(names, rows)}
-    src.columns = list(src.types)
+        return {}, [Problem(file=label, message=f"not a Parquet file: {first_line(e)}")]
+    names = parquet_names(con, path, [r[0] for r in rows])
+    types = {n: r[1] for n, r in zip(names, rows)}
     out = []
-    for c, t in src.types.items():
+    for c, t in types.items():
         if t in _NAIVE_TIMESTAMPS:
-            out.append(Problem(src.label, None, c, "timestamp column has no UTC offset (naive timestamps)"))
+            out.append(Problem(file=label, entry=c,
+                               message="timestamp column has no UTC offset (naive timestamps)"))
         elif not _PARQUET_SCALAR.fullmatch(t):
-            out.append(Problem(src.label, None, c, f"is a {t.split('(')[0]} column: expected text, a number or "
-                                                   "an instant, one value per row"))
-    return out
+            out.append(Problem(file=label, entry=c,
+                               message=f"is a {t.split('(')[0]} column: expected text, a number or "
+                                       "an instant, one value per row"))
+    return types, out
 
 
 def parquet_names(con: duckdb.DuckDBPyConnection, path: Path, described: list[str]) -> list[str]:
@@ -305,7 +259,7 @@ _PARQUET_SCALAR = re.compile(r"VARCHAR|(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?)|FLOA
                              r"TIMESTAMP.*|DATE")
 
 
-def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
+def _read_select(kind: str, src: OpenFile, rejects: str | None, with_line: bool,
                  enum_types: dict[str, str] | None = None, direct: set[str] | None = None) -> str:
     """SELECT every column of the kind in its read type (absent optional columns as NULL) from one file.
 
@@ -322,7 +276,8 @@ def _read_select(kind: str, src: _Source, rejects: str | None, with_line: bool,
     direct = direct or set()
     if src.fmt == "csv":
         cols = "{" + ", ".join(f"{lit(c)}: {lit(enum_types.get(c) or file_type(kind, c))}" for c in src.columns) + "}"
-        rej = f", store_rejects=true, rejects_table={lit(rejects)}, rejects_scan={lit(rejects + '_scan')}" if rejects else ""
+        rej = (f", store_rejects=true, rejects_table={lit(rejects)}, rejects_scan={lit(rejects + '_scan')}"
+               if rejects else "")
         base = (f"read_csv({path}, header=true, auto_detect=false, columns={cols}, delim=',', quote='\"', "
                 f"escape='\"', max_line_size={MAX_LINE_BYTES}, strict_mode=true{rej})")
         texts = []
@@ -429,16 +384,18 @@ def parquet_direct(kind: str, types: dict[str, str]) -> set[str]:
     return out
 
 
-def _open_sources(con, kind: str, paths: list[Path], fmt: str | None, link_dir: Path) -> list[_Source]:
-    """Each file's format and columns; unknown and missing columns are problems (raised together).
-    `link_dir` is the ingest's scratch folder: links to files whose names hold glob characters and the
-    unpacked copies of gzip files (``shapes``) go there."""
+def open_files(con, kind: str, paths: Sequence[Path], fmt: str | None, link_dir: Path,
+               origins: Sequence[Origin] = ()) -> tuple[OpenFile, ...]:
+    """Stage 1, open: each file's format, columns and what DuckDB reads, with the file the batch records
+    instead (`origins`: one per path, when given); unknown and missing columns are problems (raised
+    together). `link_dir` is the ingest's scratch folder: links to files whose names hold glob
+    characters and the unpacked copies of gzip files (``shapes``) go there."""
     spec = facts.KINDS[kind]
-    sources, problems = [], []
-    for p in paths:
+    files, problems = [], []
+    for i, p in enumerate(paths):
         label = str(p)
         if not p.is_file():
-            problems.append(Problem(label, None, None, "no such file"))
+            problems.append(Problem(file=label, message="no such file"))
             continue
         try:
             f = _format_of(p, fmt)
@@ -446,42 +403,51 @@ def _open_sources(con, kind: str, paths: list[Path], fmt: str | None, link_dir: 
         except IngestError as e:
             problems.extend(e.problems)
             continue
-        src = _Source(path=p, label=label, fmt=f, columns=[], read_path=data.path, compressed=data.gzip,
-                      shape=data.shape)
-        long = long_line(src.read_path) if f == "csv" or src.shape == "lines" else None
+        long = long_line(data.path) if f == "csv" or data.shape == "lines" else None
         if long:
-            problems.append(Problem(label, long[0], None, f"line longer than {MAX_LINE_BYTES} bytes ({long[1]} bytes)"))
+            problems.append(Problem(file=label, line=long[0],
+                                    message=f"line longer than {MAX_LINE_BYTES} bytes ({long[1]} bytes)"))
             continue
-        probs = (_csv_header(src) if src.fmt == "csv" else
-                 _jsonl_keys(con, src) if src.fmt == "jsonl" else _parquet_columns(con, src))
+        file = OpenFile(path=p, label=label, fmt=f, read_path=data.path, compressed=data.gzip, shape=data.shape,
+                        origin=origins[i] if i < len(origins) else None)
+        types: dict[str, str] = {}
+        if f == "csv":
+            columns, probs = csv_header(data.path, label)
+        elif f == "jsonl":
+            columns, probs = _jsonl_keys(con, label, data.path, data.shape)
+        else:
+            types, probs = _parquet_columns(con, label, data.path)
+            columns = list(types)
         if not probs:
-            probs = _columns_of_kind(spec, src)
+            file, probs = _columns_of_kind(spec, file, columns, types)
         problems.extend(probs)
-        sources.append(src)
+        files.append(file)
     if problems:
         raise IngestError(problems)
-    return sources
+    return tuple(files)
 
 
-def _columns_of_kind(spec, src: _Source) -> list[Problem]:
-    """Match the file's columns to the kind's (exactly, or but for case: ``match_columns``), then name
-    every unknown and missing column; the file's columns become the kind's names (the file's own
-    spelling kept in ``src.names``)."""
-    line = 1 if src.fmt == "csv" else None
-    matched, probs = match_columns(src.label, line, src.columns, list(spec.names))
-    ambiguous = {c for c in src.columns if c not in matched and c.casefold() in {n.casefold() for n in spec.names}}
-    probs += [Problem(src.label, line, c, f"unknown column (expected: {', '.join(spec.names)})")
-              for c in dict.fromkeys(src.columns) if c not in matched and c not in ambiguous]
-    if len(set(src.columns)) != len(src.columns):
-        probs.append(Problem(src.label, line, None, "a column name appears twice in the header"))
-    src.names = {ours: theirs for theirs, ours in matched.items() if ours != theirs}
-    src.columns = [matched.get(c, c) for c in src.columns]
-    src.types = {matched.get(c, c): t for c, t in src.types.items()}
-    probs += [Problem(src.label, line, c.name, "required column is missing")
-              for c in spec.columns if c.required and c.name not in src.columns and not _named_in(probs, c.name)]
-    return probs
+def _columns_of_kind(spec, file: OpenFile, columns: list[str], types: dict[str, str]
+                     ) -> tuple[OpenFile, list[Problem]]:
+    """Match the file's `columns` (and Parquet `types`) to the kind's (exactly, or but for case:
+    ``match_columns``), then name every unknown and missing column: the file with the kind's names
+    as its columns (the file's own spelling kept in its ``names``), and the problems."""
+    line = 1 if file.fmt == "csv" else None
+    matched, probs = match_columns(file.label, line, columns, list(spec.names))
+    ambiguous = {c for c in columns if c not in matched and c.casefold() in {n.casefold() for n in spec.names}}
+    expected = ', '.join(spec.names)
+    probs += [Problem(file=file.label, line=line, entry=c, message=f"unknown column (expected: {expected})")
+              for c in dict.fromkeys(columns) if c not in matched and c not in ambiguous]
+    if len(set(columns)) != len(columns):
+        probs.append(Problem(file=file.label, line=line, message="a column name appears twice in the header"))
+    file = replace(file, names={ours: theirs for theirs, ours in matched.items() if ours != theirs},
+                   columns=tuple(matched.get(c, c) for c in columns),
+                   types={matched.get(c, c): t for c, t in types.items()})
+    probs += [Problem(file=file.label, line=line, entry=c.name, message="required column is missing")
+              for c in spec.columns if c.required and c.name not in file.columns and not _named_in(probs, c.name)]
+    return file, probs
 
 
 def _named_in(problems: list[Problem], column: str) -> bool:
     """True when a problem already names a spelling of `column` (an ambiguous one): it is not also missing."""
-    return any(p.column and p.column.casefold() == column.casefold() for p in problems)
+    return any(p.entry and p.entry.casefold() == column.casefold() for p in problems)

@@ -1,19 +1,30 @@
-"""Stage 2, row checks: the bad-row flag of a pass, checks on distinct values, and the problems of bad rows."""
+"""Stage 3, check: the bad-row flag of a pass, checks on distinct values, the problems of bad rows
+(:func:`check_file`), and the batch's names and closed months (:func:`check_batch`)."""
 from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from babel.numbers import list_currencies
 
 from .. import facts, names, store, units
-from .checks import Check, lit, q, said, show
+from ..errors import Problem
+from ..sqltext import literal as lit, quote_ident as q
+from .checks import Check, cast_checks, checks, jsonl_checks, said, show
 from .opening import _read_select, line_ends
 from .shapes import MAX_OBJECT_BYTES, json_scan
 from .shapes import lines as _lines
-from .records import ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, Problem, _Source
+from .records import (ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, Batch, Checked, IngestError, LedgerState, OpenFile,
+                      ReadFile)
 from .staging import _pq, _typed_cols
+
+
+def row_checks(kind: str, fmt: str) -> list[Check]:
+    """Every check of a row of `kind` read as text from a file of format `fmt` (the careful pass, and
+    the problems of its bad rows)."""
+    return cast_checks(kind, fmt) + checks(kind) + (jsonl_checks(kind) if fmt == "jsonl" else [])
 
 
 def _any_bad(row_checks: list[Check]) -> str:
@@ -81,7 +92,8 @@ def _value_checks(kind: str, values: dict) -> list[Check]:
     return out
 
 
-def unknown_name_problems(con, kind: str, sources: list[_Source], unknown: dict[str, list[str]]) -> list[Problem]:
+def unknown_name_problems(con, kind: str, files: Sequence[ReadFile], unknown: Mapping[str, list[str]]
+                          ) -> list[Problem]:
     """One refusal per dimension with names the ledger does not know (`unknown`: tenant or product ->
     sorted names), at the file, line and column of the first row that holds one: the column is the
     dimension's own, or ``allocate`` for a charge's ``tenant:NAME``. It names the first ten and
@@ -93,12 +105,12 @@ def unknown_name_problems(con, kind: str, sources: list[_Source], unknown: dict[
         value = (f"CASE WHEN starts_with({q('allocate')}, 'tenant:') THEN {q('allocate')}[8:] END"
                  if column == "allocate" else q(column))
         con.execute("CREATE OR REPLACE TEMP TABLE _unknown AS SELECT unnest(?::VARCHAR[]) AS v", [names])
-        where = (", ".join(x.label for x in sources), None)
-        for src in sources:
-            found = con.execute(f"SELECT min(_line) FROM ({_read_select(kind, src, None, with_line=True)}) "
+        where = (", ".join(x.file.label for x in files), None)
+        for x in files:
+            found = con.execute(f"SELECT min(_line) FROM ({_read_select(kind, x.file, None, with_line=True)}) "
                                 f"WHERE {value} IN (SELECT v FROM _unknown)").fetchone()[0]
             if found is not None:
-                where = (src.label, physical_lines(src, [int(found)]).get(int(found), int(found)))
+                where = (x.file.label, physical_lines(x.file, x.rows, [int(found)]).get(int(found), int(found)))
                 break
         some = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
         if column == "allocate":
@@ -108,11 +120,12 @@ def unknown_name_problems(con, kind: str, sources: list[_Source], unknown: dict[
             what = f"unknown {d}: {some}" if len(names) == 1 else f"{len(names)} unknown {d}s: {some}"
         name = names[0] if len(names) == 1 and re.fullmatch(r"\w[\w.:@/+-]*", names[0]) else "NAME"
         hint = f"`ledger dims add {d} {name}` or `ledger dims import`"
-        out.append(Problem(where[0], where[1], column, f"{what} (register with {hint}, or ingest with --register-new)"))
+        out.append(Problem(file=where[0], line=where[1], entry=column,
+                           message=f"{what} (register with {hint}, or ingest with --register-new)"))
     return out
 
 
-def closed_period_problem(con, kind: str, sources: list[_Source], hit: list[str]) -> Problem:
+def closed_period_problem(con, kind: str, files: Sequence[ReadFile], hit: list[str]) -> Problem:
     """The refusal of rows in closed months `hit`, at the file and line of the first row dated in
     one of them (found by reading the files again; none when only the batch's span covers the month),
     with the way out the kind has: --as-adjustment, or for fleet and charges a charge in an open month."""
@@ -123,22 +136,22 @@ def closed_period_problem(con, kind: str, sources: list[_Source], hit: list[str]
         lo, hi = (lit(t.isoformat()) + "::TIMESTAMPTZ" for t in store.month_bounds(name))
         spans.append(f"({q(first)} >= {lo} AND {q(first)} < {hi})" if first == last else
                      f"({q(first)} < {hi} AND {q(last)} > {lo})")
-    where: tuple[str, int | None] = (", ".join(x.label for x in sources), None)
-    for src in sources:
-        typed = f"SELECT _line, {_typed_cols(kind)} FROM ({_read_select(kind, src, None, with_line=True)})"
+    where: tuple[str, int | None] = (", ".join(x.file.label for x in files), None)
+    for x in files:
+        typed = f"SELECT _line, {_typed_cols(kind)} FROM ({_read_select(kind, x.file, None, with_line=True)})"
         found = con.execute(f"SELECT min(_line) FROM ({typed}) WHERE {' OR '.join(spans)}").fetchone()[0]
         if found is not None:
-            where = (src.label, physical_lines(src, [int(found)]).get(int(found), int(found)))
+            where = (x.file.label, physical_lines(x.file, x.rows, [int(found)]).get(int(found), int(found)))
             break
     way = ("ingest with --as-adjustment to book it into the current open period" if kind in ADJUSTABLE else
            f"a closed month takes no new {kind} rows; book a late cost as a charge in an open period")
-    return Problem(where[0], where[1], first if where[1] is not None else None,
-                   f"touches closed period{'s' if len(hit) > 1 else ''} {', '.join(hit)}: refused ({way})")
+    return Problem(file=where[0], line=where[1], entry=first if where[1] is not None else None,
+                   message=f"touches closed period{'s' if len(hit) > 1 else ''} {', '.join(hit)}: refused ({way})")
 
 
-def _row_problems(con, kind: str, src: _Source, row_checks: list[Check]) -> tuple[list[Problem], int]:
+def _row_problems(con, kind: str, read: ReadFile, row_checks: list[Check]) -> tuple[list[Problem], int]:
     """The slow path, only for a file with bad rows: one problem per failed check, first 50 by line."""
-    body = _read_select(kind, src, None, with_line=True)
+    body = _read_select(kind, read.file, None, with_line=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE _bad AS SELECT * FROM ({body}) WHERE "
                 + _any_bad(row_checks))
     parts = [f"SELECT _line, {i} AS k, {lit(c.column) if c.column else 'NULL'} AS col, "
@@ -146,14 +159,53 @@ def _row_problems(con, kind: str, src: _Source, row_checks: list[Check]) -> tupl
     union = " UNION ALL ".join(parts)
     total = con.execute(f"SELECT count(*) FROM ({union})").fetchone()[0]
     rows = con.execute(f"SELECT _line, col, msg FROM ({union}) ORDER BY _line, k LIMIT {MAX_PROBLEMS}").fetchall()
-    lines = physical_lines(src, [int(r[0]) for r in rows])
-    return [Problem(src.label, lines.get(int(line), int(line)), col, msg) for line, col, msg in rows], total
+    lines = physical_lines(read.file, read.rows, [int(r[0]) for r in rows])
+    return [Problem(file=read.file.label, line=lines.get(int(line), int(line)), entry=col,
+                    message=msg) for line, col, msg in rows], total
 
 
-def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
-    """The line of the file where each record starts, for record numbers as the pass counts them
-    (CSV: the header is 1, the first data row 2; JSON Lines: the first object 1; Parquet: rows,
-    kept as they are). The pass counts records, and a blank line or a quoted field holding a line
+def check_file(con, kind: str, read: ReadFile) -> tuple[list[Problem], int]:
+    """Stage 3, check, of one file after its pass: (its problems, how many there are in all, for the
+    count of the refusal). A file that does not parse has those problems only (the other checks wait
+    until it parses); a file with no rows is one problem; else the rows failing a check of the pass or
+    a check of the distinct values of its names (:func:`_value_checks`) are named, the first 50 by line."""
+    if read.unreadable:
+        return list(read.unreadable), read.rejected
+    if read.rows == 0:
+        return [Problem(file=read.file.label,
+                        message="no data rows (header only)" if read.file.fmt == "csv" else "no rows")], 0
+    value_checks = _value_checks(kind, read.values)
+    if read.bad_rows or value_checks:
+        return _row_problems(con, kind, read, row_checks(kind, read.file.fmt) + value_checks)
+    return [], 0
+
+
+def check_batch(con, batch: Batch, state: LedgerState, files: Sequence[ReadFile]) -> Checked:
+    """Stage 3, check, of the batch as a whole, once every file is clean: the tenant and product names
+    it holds that the ledger does not know (refused unless `batch.register_new`), and the closed months
+    its rows touch (refused unless `batch.as_adjustment`: booked into the open month). IngestError
+    names the first row of each refusal."""
+    kind = batch.kind
+    seen = {d: set().union(*(set(x.values.get(d) or []) for x in files)) for d in ("tenant", "product")}
+    if kind == "charges":
+        seen["tenant"] |= {v[len("tenant:"):] for x in files for v in x.values.get("allocate") or []
+                           if v.startswith("tenant:")}
+    unknown = {d: sorted(v - state.names[d]) for d, v in seen.items() if v - state.names[d]}
+    hit = sorted(set().union(*(x.months for x in files)) & state.closed)
+    problems = []
+    if unknown and not batch.register_new:  # at the first row holding one (for charges: the column allocate)
+        problems += unknown_name_problems(con, kind, files, unknown)
+    if hit and not batch.as_adjustment:  # at the first row dated in a closed month
+        problems.append(closed_period_problem(con, kind, files, hit))
+    if problems:
+        raise IngestError(problems)
+    return Checked(unknown=unknown, booked_period=state.open_period if hit else None)
+
+
+def physical_lines(src: OpenFile, rows: int, numbers: list[int]) -> dict[int, int]:
+    """The line of the file `src` (of `rows` data rows) where each record starts, for record numbers as
+    the pass counts them (CSV: the header is 1, the first data row 2; JSON Lines: the first object 1;
+    Parquet: rows, kept as they are). The pass counts records, and a blank line or a quoted field holding a line
     break makes records and lines differ: when the file has as many line ends as records the two
     agree; otherwise the file is read once more with Python's csv module (or line by line), which
     counts lines as DuckDB's reader ends them (LF, CRLF, a lone CR)."""
@@ -167,7 +219,7 @@ def physical_lines(src: _Source, numbers: list[int]) -> dict[int, int]:
             ends += line_ends(last[-1:] + chunk) - line_ends(last[-1:])
             last = chunk
     lines = ends + (0 if last.endswith((b"\n", b"\r")) else 1)
-    records = src.rows + (1 if src.fmt == "csv" else 0)
+    records = rows + (1 if src.fmt == "csv" else 0)
     if lines == records:
         return {n: n for n in numbers}
     want, out = set(numbers), {}

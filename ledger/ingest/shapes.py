@@ -38,7 +38,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import MAX_LINE_BYTES, IngestError, Problem
+from ..errors import Problem
+from ..sqltext import literal
+from .records import MAX_LINE_BYTES, IngestError
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: Other compressions a cloud export may come in, by their magic bytes: told, never parsed as text.
@@ -110,15 +112,16 @@ def readable(path: Path, label: str, fmt: str, scratch: Path) -> Readable:
         with path.open("rb") as fh:
             head = fh.read(16)
     except OSError as e:
-        raise IngestError([Problem(label, None, None, f"cannot read the file ({e.strerror or e})")]) from None
+        raise IngestError([Problem(file=label, message=f"cannot read the file ({e.strerror or e})")]) from None
     for magic, name in OTHER_COMPRESSIONS:
         if magic.match(head):
-            raise IngestError([Problem(label, None, None, f"is {name}-compressed: the ledger reads gzip (.gz) or plain "
-                                                          f"files; unpack it first")])
+            raise IngestError([Problem(file=label,
+                                       message=f"is {name}-compressed: the ledger reads gzip (.gz) or plain "
+                                               f"files; unpack it first")])
     packed = head.startswith(GZIP_MAGIC)
     if not packed and path.name.lower().endswith(".gz"):
-        raise IngestError([Problem(label, None, None, "the name ends in .gz but the file is not gzip-compressed (it "
-                                                      "does not start with gzip's bytes 1f 8b)")])
+        raise IngestError([Problem(file=label, message="the name ends in .gz but the file is not gzip-compressed (it "
+                                                       "does not start with gzip's bytes 1f 8b)")])
     data = gunzip(path, label, scratch, plain_suffix(path)) if packed else readable_path(path, scratch)
     return Readable(data, packed, json_shape(data) if fmt == "jsonl" else None)
 
@@ -133,16 +136,16 @@ def gunzip(path: Path, label: str, scratch: Path, suffix: str) -> Path:
             shutil.copyfileobj(src, dst, CHUNK)
     except EOFError:
         out.unlink(missing_ok=True)
-        raise IngestError([Problem(label, None, None, "the gzip file is truncated (it ends before gzip's end-of-"
-                                                      "stream marker): nothing was read")]) from None
+        raise IngestError([Problem(file=label, message="the gzip file is truncated (it ends before gzip's end-of-"
+                                                       "stream marker): nothing was read")]) from None
     except (gzip.BadGzipFile, zlib.error) as e:
         out.unlink(missing_ok=True)
-        raise IngestError([Problem(label, None, None, f"the gzip file is corrupt ({_reason(e)}): nothing was "
-                                                      "read")]) from None
+        raise IngestError([Problem(file=label, message=f"the gzip file is corrupt ({_reason(e)}): nothing was "
+                                                       "read")]) from None
     except OSError as e:
         out.unlink(missing_ok=True)
-        raise IngestError([Problem(label, None, None, f"cannot unpack it into the ledger home's scratch folder "
-                                                      f"({e.strerror or e})")]) from None
+        raise IngestError([Problem(file=label, message=f"cannot unpack it into the ledger home's scratch folder "
+                                                       f"({e.strerror or e})")]) from None
     return out
 
 
@@ -216,7 +219,7 @@ class _JsonText:
             except UnicodeDecodeError as e:
                 line = (self.line + _text_line_ends(self.buf, self.prev_cr, self.pos)
                         + line_ends(data[:max(e.start, 0)]))
-                raise IngestError([Problem(self.label, line, None, "bytes that are not UTF-8")]) from None
+                raise IngestError([Problem(file=self.label, line=line, message="bytes that are not UTF-8")]) from None
             if self.first:
                 text, self.first = text.removeprefix("\ufeff"), False
             self.eof = not data
@@ -257,7 +260,7 @@ class _JsonText:
 
     def problem(self, at: int, message: str) -> IngestError:
         line, col = self.where(at)
-        return IngestError([Problem(self.label, line, None, f"{message} (column {col})")])
+        return IngestError([Problem(file=self.label, line=line, message=f"{message} (column {col})")])
 
 
 def json_scan(path: Path, label: str, shape: str, limit: int, want: set[int] | None = None) -> dict[int, int]:
@@ -287,8 +290,8 @@ def json_scan(path: Path, label: str, shape: str, limit: int, want: set[int] | N
                 raise t.problem(t.pos, "the JSON object is nested too deeply") from None
             size = len(t.buf[t.pos:end].encode("utf-8")) if end - t.pos > limit // 4 else end - t.pos
             if size > limit:
-                raise IngestError([Problem(label, start, None, f"a JSON object longer than {limit} bytes "
-                                                               f"({size} bytes)")])
+                raise IngestError([Problem(file=label, line=start, message=f"a JSON object longer than {limit} bytes "
+                                                                           f"({size} bytes)")])
             t.advance(end)
             if want is None or n + 1 in want:
                 found[n + 1] = start
@@ -308,7 +311,8 @@ def json_scan(path: Path, label: str, shape: str, limit: int, want: set[int] | N
                         t.advance(t.pos + 1)
                         if t.skip_white() == "]":
                             said = "a trailing comma after the last element of the array (not JSON)"
-                            raise IngestError([Problem(label, comma[0], None, f"{said} (column {comma[1]})")])
+                            raise IngestError([Problem(file=label, line=comma[0],
+                                                       message=f"{said} (column {comma[1]})")])
                         continue
                     if c == "]":
                         t.advance(t.pos + 1)
@@ -355,8 +359,7 @@ def json_reader(path: Path, shape: str, limit: int) -> str:
     """SQL: DuckDB's table function reading a JSON file of `shape` one object a row, as its text
     (column ``json``), in file order."""
     fmt = {"lines": "newline_delimited", "array": "array", "documents": "unstructured"}[shape]
-    literal = "'" + str(path).replace("'", "''") + "'"
-    return f"read_json_objects({literal}, format='{fmt}', maximum_object_size={limit})"
+    return f"read_json_objects({literal(str(path))}, format='{fmt}', maximum_object_size={limit})"
 
 
 def _malformed(t: _JsonText, e: json.JSONDecodeError, limit: int) -> IngestError:
@@ -364,7 +367,7 @@ def _malformed(t: _JsonText, e: json.JSONDecodeError, limit: int) -> IngestError
     or (when it reaches past what the buffer holds of a file not yet read) longer than `limit`."""
     if not t.eof and (e.pos - t.pos >= limit or e.pos >= len(t.buf) - 64 or e.msg.startswith("Unterminated string")):
         line, _ = t.where(t.pos)
-        return IngestError([Problem(t.label, line, None, f"a JSON object longer than {limit} bytes")])
+        return IngestError([Problem(file=t.label, line=line, message=f"a JSON object longer than {limit} bytes")])
     comma = _trailing_comma(t.buf, max(t.pos, e.pos - 4096), e)
     if comma is not None:
         return t.problem(comma, "a trailing comma (not JSON)")
@@ -404,28 +407,33 @@ def json_lines_problem(path: Path, label: str) -> Problem | None:
             try:
                 text = raw.decode("utf-8").removeprefix("\ufeff") if i == 1 else raw.decode("utf-8")
             except UnicodeDecodeError:
-                return Problem(label, i, None, "bytes that are not UTF-8")
+                return Problem(file=label, line=i, message="bytes that are not UTF-8")
             stripped = text.strip(" \t")
             lead = len(text) - len(text.lstrip(" \t"))
             if not stripped.startswith("{"):
-                return Problem(label, i, None, f"not a JSON object (column {lead + 1}): JSON Lines hold one object "
-                                               "per line")
+                return Problem(file=label, line=i,
+                               message=f"not a JSON object (column {lead + 1}): JSON Lines hold one object "
+                                       "per line")
             try:
                 _, end = _DECODER.raw_decode(stripped)
             except json.JSONDecodeError as e:
                 if e.pos >= len(stripped):
                     col = lead + e.pos + 1
-                    return Problem(label, i, None, f"the JSON object does not end on its line (column {col}): JSON "
-                                                   "Lines hold one whole object per line")
+                    return Problem(file=label, line=i,
+                                   message=f"the JSON object does not end on its line (column {col}): JSON "
+                                           "Lines hold one whole object per line")
                 comma = _trailing_comma(stripped, 0, e)
                 if comma is not None:
-                    return Problem(label, i, None, f"a trailing comma (not JSON) (column {lead + comma + 1})")
-                return Problem(label, i, None, f"malformed JSON: {_json_reason(e.msg)} (column {lead + e.pos + 1})")
+                    return Problem(file=label, line=i,
+                                   message=f"a trailing comma (not JSON) (column {lead + comma + 1})")
+                return Problem(file=label, line=i,
+                               message=f"malformed JSON: {_json_reason(e.msg)} (column {lead + e.pos + 1})")
             except RecursionError:
-                return Problem(label, i, None, "the JSON object is nested too deeply")
+                return Problem(file=label, line=i, message="the JSON object is nested too deeply")
             rest = stripped[end:]
             if rest.strip():
                 col = lead + end + len(rest) - len(rest.lstrip()) + 1
-                return Problem(label, i, None, f"text after the end of the object (column {col}): JSON Lines hold "
-                                               "one object per line")
+                return Problem(file=label, line=i,
+                               message=f"text after the end of the object (column {col}): JSON Lines hold "
+                                       "one object per line")
     return None

@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 
 from .. import facts, store
-from .checks import lit, q, typed
+from ..sqltext import literal as lit, quote_ident as q
+from .checks import typed
 from .records import ADJUSTABLE, PARQUET_OPTIONS
 
 

@@ -8,4 +8,4 @@ from __future__ import annotations
 from .index import PriceIndex, cross_book_problems, default_paths, in_force_books, load_books
 from .parse import parse_book
 from .records import (EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate,
-                      NoPriceError, Price, Problem, Tier, price_label)
+                      NoPriceError, Price, Tier, price_label, unlocated)

@@ -10,9 +10,9 @@ import typer
 from rich.text import Text
 
 from .. import store
-from ..console import Ledger, fail, one_format, out, parse_instant, plural, print_csv, print_json
+from ..console import Ledger, fail, one_format, out, parse_instant, plural, print_csv, print_json, words
+from ..errors import Problem
 from ..formats import unit_cost
-from ..hints import lines_of, say
 from ..tables import FitTable
 from . import PriceIndex, cross_book_problems, default_paths, load_books
 
@@ -46,7 +46,7 @@ def pricebook_check(paths: Optional[List[Path]] = typer.Argument(None, help=_PAT
     elif as_csv:
         print_csv([p.as_dict() for p in problems], header=list(PROBLEM_COLUMNS), numeric=("line", "column"))
     elif problems:
-        fail([p.located_line() for p in problems])
+        fail(problems)
     else:
         out.print(f"{plural(len(books), 'price book')}, {plural(n, 'price')}: no problems")
     if problems:
@@ -58,24 +58,21 @@ def pricebook_load(paths: Optional[List[Path]] = typer.Argument(None, help=_PATH
     """Validate, then store the books in the ledger. A loaded version is immutable."""
     books, problems = load_books(_paths(paths))
     if problems:
-        fail([p.located_line() for p in problems])
+        fail(problems)
     with Ledger() as s:
-        try:
-            stored = store.books_from_store(s)
-            cross = [p for p in _cross_with_stored(stored, books)]
-            if cross:
-                fail(cross)
-            results = [store.store_book(s, book=b) for b in books]
-        except store.StoreError as e:
-            fail(str(e))
+        stored = store.books_from_store(s)
+        cross = _cross_with_stored(stored, books)
+        if cross:
+            fail(cross)
+        results = [store.store_book(s, book=b) for b in books]
     for r in results:
         out.print(f"{r.ref}: {r.status}", markup=False)  # a book's name is never markup
 
 
-def _cross_with_stored(stored, new) -> list[str]:
+def _cross_with_stored(stored, new) -> list[Problem]:
     names = {b.name for b in new}
     combined = [b for b in stored if b.name not in names] + list(new)
-    return [p.located_line() for p in cross_book_problems(combined, new=names)]
+    return cross_book_problems(combined, new=names)
 
 
 @pricebook_app.command("show")
@@ -159,14 +156,12 @@ def pricebook_import_genai_prices(
         as_json: bool = typer.Option(False, "--json", help="what was written, as JSON")) -> None:
     """One dated book per provider from the genai-prices package's bundled data (no network). A file
     of the same name that the import did not write is refused unless --force."""
-    from ..outputs import OutputError
-    from .genai_prices import GenaiPricesError, build_books, write_books
+    from .genai_prices import build_books, write_books
 
+    words(IMPORT_NAMES)
     try:
         books = build_books(providers.split(","), on=datetime.now(timezone.utc).date())
         paths = write_books(books, out_dir, force=force)
-    except (GenaiPricesError, OutputError) as e:
-        fail([line for said in say(lines_of(e), IMPORT_NAMES) for line in said.splitlines()])
     except OSError as e:
         fail(f"cannot write the books to {out_dir}: {e.strerror or e}")
     rows = [b.summary(p) for b, p in zip(books, paths)]

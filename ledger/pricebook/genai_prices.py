@@ -41,11 +41,13 @@ from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
 
+from ..errors import LedgerError
 from ..hints import Hint, Hinted
+from ..instants import iso
 from ..names import name_problem
 from ..outputs import OutputError, check_output_folder, check_outputs, write_output
 from .parse import parse_book
-from .records import MONEY_PLACES, SERVICE_TIERS
+from .records import MONEY_PLACES, SERVICE_TIERS, unlocated
 
 PACKAGE = "genai-prices"
 INSTALL_HINT = "pip install 'ledger[genai-prices]'"
@@ -78,12 +80,8 @@ _DERIVED = {
 assert set(TIER_CONTEXTS.values()) <= set(SERVICE_TIERS)
 
 
-class GenaiPricesError(ValueError):
+class GenaiPricesError(LedgerError, ValueError):
     """An import that cannot be done: `problems` holds one line per problem (the message is their lines)."""
-
-    def __init__(self, problems: Sequence[str] | str):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -155,7 +153,7 @@ def build_books(providers: Sequence[str], *, on: date) -> list[ImportedBook]:
         _, problems = parse_book(book.text, f"{book.name}.toml")
         if problems:
             raise GenaiPricesError(f"the book for {pid} does not pass the check ({len(problems)} problems), "
-                                   f"first: {problems[0]}")
+                                   f"first: {unlocated(problems)[0]}")
         books.append(book)
     return books
 
@@ -412,10 +410,6 @@ def _s(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _t(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _m(amount: Decimal) -> str:
     return _s(format(amount, "f"))
 
@@ -423,9 +417,9 @@ def _m(amount: Decimal) -> str:
 def _price_toml(e: Entry, provider: str) -> str:
     lines = ["[[price]]", f"meter = {_s(e.meter)}", f"sku = {_s(e.sku)}", 'region = "*"',
              f"purchase_option = {_s(e.purchase_option)}", f"provider = {_s(provider)}", f"price = {_m(e.price)}",
-             'per = "1e6 * token"', f"effective_from = {_t(e.effective_from)}"]
+             'per = "1e6 * token"', f"effective_from = {iso(e.effective_from)}"]
     if e.effective_to is not None:
-        lines.append(f"effective_to = {_t(e.effective_to)}")
+        lines.append(f"effective_to = {iso(e.effective_to)}")
     if e.tiers:
         lines.append("tiers = [" + ", ".join(f"{{ above_input_tokens = {n}, price = {_m(p)} }}" for n, p in e.tiers)
                      + "]")
@@ -439,7 +433,7 @@ def _header(book: ImportedBook, provider, pkg_version: str, on: date) -> str:
             "tokens, one sku per exact model name genai-prices resolves, dated changes as effective "
             "ranges, long-context prices as tiers, batch/flex/priority variants as purchase options. A "
             "model's first price has no start in genai-prices (it holds for any earlier request), so it "
-            f"starts at {_t(OPEN_START)} here. "
+            f"starts at {iso(OPEN_START)} here. "
             "Not imported: " + (", ".join(f"{k} ({n})" for k, n in sorted(book.skipped.items())) or "nothing")
             + ". See docs/pricebooks.md.")
     if provider.price_comments:

@@ -9,8 +9,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from .. import tomlfile
+from ..errors import Problem
 from .parse import _overlaps, parse_book
-from .records import Book, FxRate, NoPriceError, Price, Problem, located
+from .records import Book, FxRate, NoPriceError, Price, located
 
 
 def _book_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
@@ -21,12 +22,12 @@ def _book_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]
         if path.is_dir():
             found = sorted(path.glob("*.toml"))
             if not found:
-                problems.append(Problem(str(path), "", "no *.toml price books in this folder"))
+                problems.append(Problem(file=str(path), message="no *.toml price books in this folder"))
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(path), "", "no such file or folder"))
+            problems.append(Problem(file=str(path), message="no such file or folder"))
     return files, problems
 
 
@@ -42,10 +43,10 @@ def load_books(paths: Sequence[str | Path]) -> tuple[list[Book], list[Problem]]:
         try:
             text = tomlfile.read_text(f)
         except OSError as e:
-            problems.append(Problem(str(f), "", f"cannot read: {e}"))
+            problems.append(Problem(file=str(f), message=f"cannot read: {e}"))
             continue
         except tomlfile.TomlError as e:  # not UTF-8: the line and column of the first bad byte
-            problems.append(Problem(str(f), "", e.message, e.line, e.column))
+            problems.append(Problem(file=str(f), message=e.message, line=e.line, column=e.column))
             continue
         book, probs = parse_book(text, str(f))
         problems.extend(probs)
@@ -79,8 +80,8 @@ def cross_book_problems(books: Iterable[Book], *, new: Iterable[str] = ()) -> li
             if a.book in fresh and b.book not in fresh:
                 a, b = b, a
             where = by_ref[f"{b.book}@{b.version}"]
-            out += located([Problem(where.path, f"price[{b.entry}] {b.label()}",
-                                    f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key")],
+            overlap = f"overlaps price[{a.entry}] of book {a.book}@{a.version} for the same key"
+            out += located([Problem(file=where.path, entry=f"price[{b.entry}] {b.label()}", message=overlap)],
                            where.text)
     return out
 

@@ -16,11 +16,12 @@ from decimal import Decimal, localcontext
 from babel.numbers import list_currencies
 
 from .. import tomlfile, units
+from ..errors import Problem
 from ..money import MoneyError, quantize, to_decimal
 from ..names import CONTROL_CLASS, name_problem
 from .records import (BOOK_FIELD_LIMITS, EFFECTIVE_PRICE_EXP, GPU_METERS, METERED_DIMENSIONS, MONEY_INTEGER_DIGITS,
-                      MONEY_PLACES, PRICE_FIELD_LIMITS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate, Price, Problem, Tier,
-                      located, price_label)
+                      MONEY_PLACES, PRICE_FIELD_LIMITS, SERVICE_TIERS, TOKEN_METERS, Book, FxRate, Price, Tier, located,
+                      price_label)
 
 _CURRENCIES = frozenset(list_currencies())
 _BOOK_FIELDS = {"name", "version", "currency", "source", "retrieved_at", "description"}
@@ -107,7 +108,7 @@ def _parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
     problems: list[Problem] = []
 
     def err(entry: str, msg: str) -> None:
-        problems.append(Problem(path, entry, msg))
+        problems.append(Problem(file=path, entry=entry, message=msg))
 
     for what, value in (("file name", path), ("text", text)):
         try:
@@ -119,7 +120,7 @@ def _parse_book(text: str, path: str) -> tuple[Book | None, list[Problem]]:
     try:
         doc = tomlfile.loads(text, path)
     except tomlfile.TomlError as e:  # a syntax error, or values nested too deep: its line and column
-        problems.append(Problem(path, "", e.message, e.line, e.column))
+        problems.append(Problem(file=path, message=e.message, line=e.line, column=e.column))
         return None, problems
     head = doc.get("book")
     if not isinstance(head, dict):
@@ -238,6 +239,20 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     elif price < 0:
         fail(f"price {price} is negative")
     per = str(raw["per"])
+    _check_per(meter, per, fail)
+    start, end = _effective_range(raw, fail)
+    tiers = _tiers(raw, meter, fail)
+    effective, upfront, term = _upfront(raw, price, per, fail)
+    if bad:
+        return None
+    return Price(meter=meter, sku=sku, region=region, purchase_option=option, price=effective, currency=currency,
+                 per=per, effective_from=start, effective_to=end, source_url=str(raw["source_url"]), book=book,
+                 version=version, entry=i, list_price=price, tiers=tuple(tiers), upfront=upfront, term=term,
+                 description=str(raw.get("description", "")), provider=provider)
+
+
+def _check_per(meter: str, per: str, fail) -> None:
+    """A price's `per`: a unit the ledger meters, of the dimension its meter needs (`fail` each problem)."""
     try:
         per_q = units.parse(per)
         if meter in GPU_METERS and not units.is_dimension(per, "gpu * hour"):
@@ -251,6 +266,11 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
             fail(f"per {per!r} is not a positive amount")
     except units.UnitError as e:
         fail(f"per: {e}")
+
+
+def _effective_range(raw: dict, fail) -> tuple:
+    """(effective_from, effective_to) of a price entry, end-exclusive (`fail` each problem;
+    a value that does not read comes back as its message)."""
     start = _instant(raw["effective_from"])
     if isinstance(start, str):
         fail(f"effective_from: {start}")
@@ -261,6 +281,11 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
             fail(f"effective_to: {end}")
         elif isinstance(start, datetime) and end <= start:
             fail(f"effective_to {end.isoformat()} is not after effective_from {start.isoformat()} (ranges are end-exclusive)")
+    return start, end
+
+
+def _tiers(raw: dict, meter: str, fail) -> list[Tier]:
+    """A token price's long-context tiers, sorted by `above_input_tokens` (`fail` each problem)."""
     tiers: list[Tier] = []
     raw_tiers = raw.get("tiers", [])
     if raw_tiers and meter not in TOKEN_METERS:
@@ -282,6 +307,12 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
     tiers.sort(key=lambda t: t.above_input_tokens)
     if len({t.above_input_tokens for t in tiers}) != len(tiers):
         fail("two tiers have the same above_input_tokens")
+    return tiers
+
+
+def _upfront(raw: dict, price, per: str, fail) -> tuple:
+    """(effective price, upfront, term): an upfront amount spread over its term into the effective
+    price (quantized to EFFECTIVE_PRICE_EXP); the list price when there is none (`fail` each problem)."""
     upfront = None
     term = None
     effective = price
@@ -315,12 +346,7 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
                             fail(msg)
             except units.UnitError as e:
                 fail(f"term: {e}")
-    if bad:
-        return None
-    return Price(meter=meter, sku=sku, region=region, purchase_option=option, price=effective, currency=currency,
-                 per=per, effective_from=start, effective_to=end, source_url=str(raw["source_url"]), book=book,
-                 version=version, entry=i, list_price=price, tiers=tuple(tiers), upfront=upfront, term=term,
-                 description=str(raw.get("description", "")), provider=provider)
+    return effective, upfront, term
 
 
 def _unused(meter: str, option: str, provider: str) -> list[str]:

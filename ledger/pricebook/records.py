@@ -1,10 +1,13 @@
-"""Price book records: books, dated prices, tiers, FX rates and the problems a check finds."""
+"""Price book records: books, dated prices, tiers, FX rates, and the line of each problem a check finds."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
+
+from ..errors import LedgerError, Problem
 
 #: Meters whose `per` must be GPU-time, and meters whose `per` must be tokens (the token meters of a
 #: provider request: its buckets, and the reasoning part of its output).
@@ -29,36 +32,8 @@ MONEY_PLACES = 12
 MONEY_INTEGER_DIGITS = 26
 
 
-class NoPriceError(LookupError, ValueError):
+class NoPriceError(LedgerError, LookupError, ValueError):
     """No price in force for a usage: never a silent zero."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong in a price book: `file`, the `entry` it concerns, and the `message`; where
-    known (:func:`located`), the 1-based `line` of the file (the entry's table header, or where
-    TOML stopped reading) and the 1-based `column` of a TOML syntax error."""
-
-    file: str
-    entry: str
-    message: str
-    line: int | None = None
-    column: int | None = None
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.entry}: {self.message}" if self.entry else f"{self.file}: {self.message}"
-
-    def located_line(self) -> str:
-        """The problem as the CLI prints it: ``file:line:column: entry: message``, with the line (and
-        a TOML syntax error's column) where known, else ``file: entry: message`` (:meth:`__str__`)."""
-        where = "" if self.line is None else f":{self.line}" + ("" if self.column is None else f":{self.column}")
-        head = f"{self.file}{where}"
-        return f"{head}: {self.entry}: {self.message}" if self.entry else f"{head}: {self.message}"
-
-    def as_dict(self) -> dict:
-        """The problem for `pricebook check --json` and `--csv`."""
-        return {"file": self.file, "line": self.line, "column": self.column, "entry": self.entry or None,
-                "message": self.message}
 
 
 _TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -80,14 +55,21 @@ def located(problems: list[Problem], text: str) -> list[Problem]:
         line = column = None
         if at := _TOML_AT.search(p.message):
             line, column = int(at.group(1)), int(at.group(2))
-        elif p.entry.startswith("[book]") and headers["book"]:
+        elif (p.entry or "").startswith("[book]") and headers["book"]:
             line = headers["book"][0]
-        elif entry := _ENTRY.match(p.entry):
+        elif entry := _ENTRY.match(p.entry or ""):
             found = headers[entry.group(1)]
             i = int(entry.group(2))
             line = found[i - 1] if 0 < i <= len(found) else None
         out.append(replace(p, line=line, column=column) if line is not None else p)
     return out
+
+
+def unlocated(problems: Iterable[Problem]) -> list[Problem]:
+    """`problems` without their line and column: a book's problems as every reader of books but
+    ``ledger pricebook`` says them, ``file: entry: message`` (``ledger size`` and ``ledger budget``
+    with their own books, a stored book that no longer validates, the demo, the dashboard)."""
+    return [replace(p, line=None, column=None) for p in problems]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import config
 from ..hints import Hint, Hinted
 from .billmap import (MAPPED_CATEGORIES, MATCH, SECTIONS, BillMap, ReconcileError, Rule, load_map,
                       map_from_bytes)
@@ -23,16 +22,16 @@ from .trueup import BILL_ROW, true_up
 MAP_NAME = "bill-map.toml"
 
 
-def default_map_path() -> Path:
-    """The bill map used when none is named: ``bill-map.toml`` in the ledger home."""
-    return config.ledger_home() / MAP_NAME
+def default_map_path(home: Path) -> Path:
+    """The bill map used when none is named: ``bill-map.toml`` in the ledger home `home` (its folder)."""
+    return home / MAP_NAME
 
 
-def map_for(path: str | Path | None) -> BillMap:
-    """The map at `path`, or when none is named the ledger home's ``bill-map.toml``; ReconcileError
-    when there is none or it is not valid."""
+def map_for(path: str | Path | None, home: Path) -> BillMap:
+    """The map at `path`, or when none is named the ``bill-map.toml`` of the ledger home `home` (its
+    folder); ReconcileError when there is none or it is not valid."""
     if path is None:
-        path = default_map_path()
+        path = default_map_path(home)
         if not path.is_file():
             raise ReconcileError(Hinted("no bill map: ", Hint("bill_map", "name one"), f" (or keep it as {path}); "
                                         "docs/reconcile.md shows how to write one"))

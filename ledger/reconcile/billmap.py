@@ -36,15 +36,13 @@ from pathlib import Path
 
 from .. import tomlfile
 from ..allocate import CATEGORIES
-from ..ingest.checks import lit, q
+from ..errors import LedgerError, Problem
+from ..sqltext import literal, quote_ident
 
 
-class ReconcileError(ValueError):
-    """Reconciliation or a true-up cannot be made: `problems` holds one line per problem."""
-
-    def __init__(self, problems: list[str] | str):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
+class ReconcileError(LedgerError, ValueError):
+    """Reconciliation or a true-up cannot be made: `problems` holds one per problem (a map's
+    problems as :class:`~ledger.errors.Problem` records, the file, rule and message each)."""
 
 
 #: Sections of the map and the key naming each rule's target.
@@ -82,9 +80,9 @@ class Rule:
 
     def sql(self) -> str:
         """SQL true for a bill row (the columns of the ``bill`` kind) that this rule places."""
-        parts = [f"coalesce({q(col)} GLOB {lit(glob)}, false)" for col, glob in self.conditions]
-        parts += [f"coalesce((CASE WHEN json_valid({col}) THEN CAST({col} AS JSON) ->> {lit(key)} END) "
-                  f"GLOB {lit(glob)}, false)"
+        parts = [f"coalesce({quote_ident(col)} GLOB {literal(glob)}, false)" for col, glob in self.conditions]
+        parts += [f"coalesce((CASE WHEN json_valid({col}) THEN CAST({col} AS JSON) ->> {literal(key)} END) "
+                  f"GLOB {literal(glob)}, false)"
                   for col, pairs in (("tags", self.tags), ("extras", self.extras)) for key, glob in pairs]
         return "(" + " AND ".join(parts) + ")"
 
@@ -111,8 +109,8 @@ def load_map(path: str | Path) -> BillMap:
     """The map at `path`; ReconcileError naming the file and the rule for every problem."""
     p = Path(path)
     if not p.is_file():
-        raise ReconcileError(f"{path}: no such bill map (a TOML file of [[pools]], [[providers]] and "
-                             "[[categories]] rules: docs/reconcile.md)")
+        rules = "a TOML file of [[pools]], [[providers]] and [[categories]] rules: docs/reconcile.md"
+        raise ReconcileError(Problem(file=str(path), message=f"no such bill map ({rules})"))
     return map_from_bytes(p.read_bytes(), str(path))
 
 
@@ -121,7 +119,7 @@ def map_from_bytes(raw: bytes, name: str) -> BillMap:
     try:
         doc = tomlfile.loads_bytes(raw, name)
     except tomlfile.TomlError as e:  # not UTF-8, a syntax error, values nested too deep: line and column
-        raise ReconcileError(str(e)) from None
+        raise ReconcileError(e.problems) from None
     rules, problems = parse_rules(doc, name)
     if problems:
         raise ReconcileError(problems)
@@ -163,23 +161,25 @@ def rule_lines(text: str) -> dict[str, int]:
     return out
 
 
-def parse_rules(doc: dict, where: str) -> tuple[list[Rule], list[str]]:
-    """The rules of a map document, in the order they are tried, and its problems."""
-    problems = [f"{where}: unknown table {k!r} (expected {', '.join(SECTIONS)})" for k in doc if k not in SECTIONS]
+def parse_rules(doc: dict, where: str) -> tuple[list[Rule], list[Problem]]:
+    """The rules of a map document, in the order they are tried, and its problems (file `where`,
+    the table or rule, the message)."""
+    problems = [Problem(file=where, message=f"unknown table {k!r} (expected {', '.join(SECTIONS)})")
+                for k in doc if k not in SECTIONS]
     rules = []
     for section, target_key in SECTIONS.items():
         entries = doc.get(section, [])
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            problems.append(f"{where}: {section}: write each rule as a [[{section}]] table")
+            problems.append(Problem(file=where, entry=section, message=f"write each rule as a [[{section}]] table"))
             continue
         for n, entry in enumerate(entries, start=1):
             label = f"{section}[{n}]"
             rule, bad = _rule(entry, section, target_key, label)
-            problems += [f"{where}: {label}: {b}" for b in bad]
+            problems += [Problem(file=where, entry=label, message=b) for b in bad]
             if rule is not None:
                 rules.append(rule)
     if not problems and not rules:
-        problems.append(f"{where}: the map has no rule ([[pools]], [[providers]] or [[categories]])")
+        problems.append(Problem(file=where, message="the map has no rule ([[pools]], [[providers]] or [[categories]])"))
     return rules, problems
 
 

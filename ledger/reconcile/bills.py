@@ -19,9 +19,9 @@ from decimal import Decimal, localcontext
 from pathlib import Path
 
 from .. import duck, facts
-from ..ingest.checks import lit
 from ..money import ZERO, quantize
 from ..pricebook import NoPriceError, PriceIndex
+from ..sqltext import literal
 from .billmap import BillMap, ReconcileError
 
 #: The kinds of resource a bill row can be the cost of, in report order.
@@ -99,9 +99,9 @@ class Bill:
 
 
 def read_bill(s, bill_map: BillMap, *, start: datetime, end: datetime, currency: str, prices: PriceIndex | None,
-              home: Path | None = None) -> Bill:
-    """The committed bill rows of ``[start, end)`` placed by `bill_map`, in `currency`. Raises
-    ReconcileError when a row's currency has no FX rate in force."""
+              home: Path) -> Bill:
+    """The committed bill rows of ``[start, end)`` placed by `bill_map`, in `currency`, from the facts of
+    the ledger home `home` (its folder). Raises ReconcileError when a row's currency has no FX rate in force."""
     files = facts.committed_files(s, "bill", home, period=(start, end))  # the months of the period (booked_at)
     con = duck.connect("reconcile", home=home, ordered=True)
     try:
@@ -134,7 +134,7 @@ def _placed(con, bill_map: BillMap, start: datetime, end: datetime, currency: st
             "sum(effective_cost) FILTER (WHERE charge_class = 'Correction'), count(*), "
             "count(*) FILTER (WHERE charge_class = 'Correction')")
     # Rows in the run's currency are summed as they are; others per instant, converted at its rate.
-    same = f"billing_currency = {lit(currency)}"
+    same = f"billing_currency = {literal(currency)}"
     rows = con.execute(f"SELECT _rule, {keys}, billing_currency, NULL, {sums} FROM b WHERE {same} "
                        f"GROUP BY ALL UNION ALL SELECT _rule, {keys}, billing_currency, booked_at, {sums} FROM b "
                        f"WHERE NOT ({same}) GROUP BY ALL").fetchall()
@@ -176,7 +176,7 @@ def hours_sql(first: str, last: str, lo: str, hi: str) -> str:
 def _usage_hours(con, bill_map: BillMap, start: datetime, end: datetime) -> dict[Resource, set[int]]:
     """The epoch hours of ``[start, end)`` the charge periods of each resource's ``Usage`` rows cover
     (the hours the bill bills usage of it in; a fee, tax or credit row covers none)."""
-    lo, hi = (lit(t.astimezone(timezone.utc).isoformat()) + "::TIMESTAMPTZ" for t in (start, end))
+    lo, hi = (literal(t.astimezone(timezone.utc).isoformat()) + "::TIMESTAMPTZ" for t in (start, end))
     rows = con.execute(f"SELECT DISTINCT _rule, h FROM (SELECT _rule, "
                        f"{hours_sql('charge_period_start', 'charge_period_end', lo, hi)} AS h FROM b "
                        f"WHERE _rule IS NOT NULL AND charge_category = 'Usage' AND charge_period_start < {hi} "

@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from .. import console, runs
+from .. import config, console, runs
 from ..hints import say
-from . import ReconcileError, map_for, reconcile_run
+from . import map_for, reconcile_run
 from .render import reconciliation_as_csv, reconciliation_as_json, reconciliation_as_table
 
 #: How `ledger reconcile` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
@@ -33,6 +33,7 @@ def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="c
                                                                    "drift and total as CSV")) -> None:
     """Set the ledger's priced cost beside the cloud bill: per pool, provider and category, the
     unmatched bill cost, reported-cost drift per model, and one total line (priced, billed, variance)."""
+    console.words(NAMES)
     console.one_format(as_json, as_csv)
     if old_map is not None:
         if map_path is not None:
@@ -42,21 +43,17 @@ def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="c
     start = end = None
     if run_id is None or period or frm or to:
         start, end = console.period_bounds(period, frm, to)
-    try:
-        bill_map = map_for(map_path)
-        with console.Ledger() as s:
-            stored = runs.load_run(s, run_id=run_id, start=start, end=end)
-            run = stored.run
-            if start is not None and (run.period_start != start or run.period_end != end):
-                console.fail(f"run {run.id} covers {run.period_start.isoformat()} to {run.period_end.isoformat()}, "
-                             "not the period asked for")
-            rec = reconcile_run(s, run_id=run.id, lines=stored.lines, currency=run.currency,
-                                start=run.period_start, end=run.period_end, bill_map=bill_map,
-                                created_at=run.created_at)
-    except ReconcileError as e:
-        console.fail(say(e.problems, NAMES))
-    except runs.RunError as e:
-        console.fail(str(e))
+    home = config.ledger_home()  # resolved once, passed down
+    bill_map = map_for(map_path, home)
+    with console.Ledger() as s:
+        stored = runs.load_run(s, run_id=run_id, start=start, end=end)
+        run = stored.run
+        if start is not None and (run.period_start != start or run.period_end != end):
+            console.fail(f"run {run.id} covers {run.period_start.isoformat()} to {run.period_end.isoformat()}, "
+                         "not the period asked for")
+        rec = reconcile_run(s, run_id=run.id, lines=stored.lines, currency=run.currency,
+                            start=run.period_start, end=run.period_end, bill_map=bill_map,
+                            created_at=run.created_at, home=home)
     rec = replace(rec, warnings=tuple(say(rec.warnings, NAMES)))  # as this command words them (ledger.hints)
     for w in rec.warnings:  # a partial bill, a rule naming what the ledger does not have (also in --json)
         console.err.print(f"warning: {w}", markup=False)

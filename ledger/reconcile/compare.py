@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, localcontext
+from pathlib import Path
 
 from .. import store
 from ..hints import Hint, Hinted
@@ -175,10 +176,11 @@ def reconcile(*, lines: Iterable[Line], bill: Bill, drift: Iterable[Drift] = (),
 
 
 def reconcile_run(s, *, run_id: str, lines: Iterable[Line], currency: str, start: datetime, end: datetime,
-                  bill_map: BillMap, created_at: datetime | None = None, home=None) -> Reconciliation:
+                  bill_map: BillMap, home: Path, created_at: datetime | None = None) -> Reconciliation:
     """Reconcile a stored run (its id, `lines`, `currency` and period, read by the caller through
     :mod:`ledger.runs`) with the committed bill placed by `bill_map`, and the reported-cost drift
-    of the period priced with the loaded books. ReconcileError when it cannot be made."""
+    of the period priced with the loaded books; the facts are those of the ledger home `home` (its
+    folder, resolved by the caller). ReconcileError when it cannot be made."""
     index = PriceIndex(store.books_from_store(s))
     bill = read_bill(s, bill_map, start=start, end=end, currency=currency, prices=index, home=home)
     drift, notes = reported_drift(s, start=start, end=end, prices=index, home=home)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import facts
 from ..allocate import CHARGE_CATEGORY, meter_category
-from ..ingest.checks import lit
+from ..sqltext import literal
 from .bills import HOUR_S, Resource, hours_sql
 
 RATIO_EXP = Decimal("0.0001")
@@ -60,7 +60,7 @@ class Coverage:
 
 
 def _bounds(start: datetime, end: datetime) -> tuple[str, str]:
-    lo, hi = (lit(t.astimezone(timezone.utc).isoformat()) + "::TIMESTAMPTZ" for t in (start, end))
+    lo, hi = (literal(t.astimezone(timezone.utc).isoformat()) + "::TIMESTAMPTZ" for t in (start, end))
     return lo, hi
 
 
@@ -92,8 +92,8 @@ def priced_hours(con, start: datetime, end: datetime) -> dict[Resource, frozense
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def priced_hours_of(s, start: datetime, end: datetime, home: Path | None = None) -> dict[Resource, frozenset[int]]:
-    """:func:`priced_hours` over the ledger's committed facts (the months of the period)."""
+def priced_hours_of(s, start: datetime, end: datetime, home: Path) -> dict[Resource, frozenset[int]]:
+    """:func:`priced_hours` over the committed facts of the ledger home `home` (the months of the period)."""
     con = facts.open_ledger_facts(s, home, period=(start, end))
     try:
         return priced_hours(con, start, end)

@@ -19,9 +19,9 @@ from babel.numbers import list_currencies
 
 from .. import facts
 from ..allocate import AllocationError, Policy, allocate
-from ..ingest.checks import lit
 from ..money import ZERO, quantize
 from ..pricebook import PriceIndex
+from ..sqltext import literal
 from .billmap import ReconcileError
 
 RATIO_EXP = Decimal("0.0001")
@@ -55,8 +55,9 @@ class Drift:
 
 
 def reported_drift(s, *, start: datetime, end: datetime, prices: PriceIndex,
-                   home: Path | None = None) -> tuple[tuple[Drift, ...], tuple[str, ...]]:
-    """The drift of every provider and model with reported costs in ``[start, end)``, and notes.
+                   home: Path) -> tuple[tuple[Drift, ...], tuple[str, ...]]:
+    """The drift of every provider and model with reported costs in ``[start, end)`` (the facts of the
+    ledger home `home`), and notes.
     Raises ReconcileError when those requests cannot be priced (a price missing from the books)."""
     batches = facts.committed_batches(s)
     con = facts.connect(batches, home, period=(start, end))  # rows are read by booked_at: the months of the period
@@ -64,8 +65,8 @@ def reported_drift(s, *, start: datetime, end: datetime, prices: PriceIndex,
         base = facts.source_sql("requests", batches.get("requests", []), home, con, period=(start, end))
         lo, hi = start.astimezone(timezone.utc).isoformat(), end.astimezone(timezone.utc).isoformat()
         con.execute(f"CREATE TEMP TABLE _reported AS SELECT * FROM ({base}) WHERE provider IS NOT NULL AND "
-                    f"provider <> '' AND reported_cost IS NOT NULL AND booked_at >= TIMESTAMPTZ {lit(lo)} AND "
-                    f"booked_at < TIMESTAMPTZ {lit(hi)}")
+                    f"provider <> '' AND reported_cost IS NOT NULL AND booked_at >= TIMESTAMPTZ {literal(lo)} AND "
+                    f"booked_at < TIMESTAMPTZ {literal(hi)}")
         for kind in ("fleet", "meters", "charges"):
             con.execute(f"CREATE OR REPLACE VIEW {kind} AS {facts.empty_select(kind)}")
         iso = set(list_currencies())
@@ -86,7 +87,8 @@ def reported_drift(s, *, start: datetime, end: datetime, prices: PriceIndex,
 
 def _drift_in(con, currency: str, start: datetime, end: datetime, prices: PriceIndex) -> list[Drift]:
     """The drift of the requests reported in `currency`, priced in it by the engine."""
-    con.execute(f"CREATE OR REPLACE VIEW requests AS SELECT * FROM _reported WHERE reported_currency = {lit(currency)}")
+    con.execute("CREATE OR REPLACE VIEW requests AS SELECT * FROM _reported "
+                f"WHERE reported_currency = {literal(currency)}")
     try:
         alloc = allocate(con, start=start, end=end, prices=prices, policy=Policy(currency=currency))
     except AllocationError as e:

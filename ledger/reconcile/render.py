@@ -15,9 +15,9 @@ from rich.console import Group
 from rich.text import Text
 
 from ..allocate import period_label
-from ..economics import iso as _iso
 from ..formats import count, money, percent
 from ..hints import Hint, Hinted, say_one
+from ..instants import iso
 from ..money import fmt
 from ..outputs import csv_text
 from ..tables import FitTable, paragraph
@@ -67,7 +67,7 @@ def reconciliation_as_json(rec: Reconciliation) -> dict:
     bill = rec.bill
     return {
         "report": "reconcile", "period": period_label(rec.start, rec.end), "currency": rec.currency,
-        "run_id": rec.run_id, "run_created_at": _iso(rec.run_created_at), "run_true_up": rec.run_true_up,
+        "run_id": rec.run_id, "run_created_at": iso(rec.run_created_at), "run_true_up": rec.run_true_up,
         "bill_map": rec.bill_map, "bill_batches": list(bill.batches), "bill_rows": bill.rows,
         "resources": [{"kind": r.resource.kind, "name": r.resource.name, "priced": fmt(r.priced),
                        "billed": _opt(r.billed.effective if r.billed else None), "difference": _opt(r.difference),

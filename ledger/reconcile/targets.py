@@ -26,8 +26,9 @@ from .billmap import BillMap
 SHOWN = 10
 
 
-def known_targets(s, home: Path | None = None) -> dict[str, set[str]]:
-    """``{"pool": names, "provider": names}``: the pools and providers the ledger knows."""
+def known_targets(s, home: Path) -> dict[str, set[str]]:
+    """``{"pool": names, "provider": names}``: the pools and providers the ledger knows (its DB session
+    `s` and the facts of its home `home`)."""
     pools = set(s.exec(select(Pool.name)))
     providers = {p.provider for b in store.books_from_store(s) for p in b.prices if p.provider not in ("*", "")}
     files = facts.committed_files(s, "requests", home)

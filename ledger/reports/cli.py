@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .. import console, runs, store
+from .. import console, runs
 from ..money import fmt
 from . import (BY, run_data_of_stored, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics,
                unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
@@ -16,14 +16,11 @@ report_app = typer.Typer(help="Unit-economics reports over the current allocatio
 
 
 def _load(s, period, frm, to, run_id):
-    try:
-        if run_id:
-            stored = runs.load_run(s, run_id=run_id)
-        else:
-            start, end = console.period_bounds(period, frm, to)
-            stored = runs.load_run(s, start=start, end=end)
-    except runs.RunError as e:
-        console.fail(str(e))
+    if run_id:
+        stored = runs.load_run(s, run_id=run_id)
+    else:
+        start, end = console.period_bounds(period, frm, to)
+        stored = runs.load_run(s, start=start, end=end)
     return run_data_of_stored(stored)
 
 
@@ -122,10 +119,7 @@ def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only r
 def close_cmd(period: str = typer.Option(..., "--period", help="the month to close, e.g. 2026-10")) -> None:
     """Close a month: from now on an ingest that touches it is refused (or booked with --as-adjustment)."""
     with console.Ledger() as s:
-        try:
-            newly, run = runs.close(s, period=period)
-        except store.StoreError as e:
-            console.fail(str(e))
+        newly, run = runs.close(s, period=period)
     state = "closed" if newly else "was already closed"
     which = f"its current run is {run.id} (total {fmt(run.total)} {run.currency})" if run else \
         "it has no allocation run yet: run `ledger allocate --period " + period + "`"

@@ -16,8 +16,9 @@ from rich.text import Text
 
 from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
-                         iso, opt, ratio, tenant_entry)
+                         opt, ratio, tenant_entry)
 from ..formats import count, money, percent, plural, unit_costs
+from ..instants import iso
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
 from ..tables import FitTable, paragraph

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from decimal import Decimal
 from pathlib import Path
 from typing import List, Optional
 
@@ -13,7 +12,7 @@ import typer
 from rich.console import Console
 
 from ..hints import lines_of, say, say_one
-from .curve import SizingError, fmt_num
+from .curve import fmt_num
 from .engine import Reserves
 from .loaders import FORMATS
 from .report import (comparison_as_table, context_lines, ops_lines, ops_table, reserve_lines, sizing_as_dict,
@@ -21,7 +20,7 @@ from .report import (comparison_as_table, context_lines, ops_lines, ops_table, r
 from .service import CurveSource, MemorySpec, PriceSpec, SizingJob, SizingOutcome, TrafficSpec, default, run
 
 _CURVE_FORMAT = default(CurveSource, "format")
-_RESERVES = Reserves()
+_RESERVES = default(SizingJob, "reserves")
 _MAMBA_CACHE_MODE = default(MemorySpec, "mamba_cache_mode")
 _PERCENTILE = default(TrafficSpec, "percentile")
 
@@ -65,7 +64,7 @@ def _books(pricebooks: Optional[List[Path]]):
         return None
     books, problems = pricebook.load_books(pricebooks)
     if problems:
-        _fail([str(p) for p in problems])
+        _fail([str(p) for p in pricebook.unlocated(problems)])
     return tuple(books)
 
 

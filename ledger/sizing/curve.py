@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from ..errors import LedgerError
 from ..hints import Hint, Hinted
 
 #: The library's words for the repair a command offers (`ledger size --repair`, a plan's `repair`).
@@ -12,12 +13,12 @@ REPAIR = Hint("repair", "repair the curve")
 REPAIRED = Hint("repaired", "the repair")
 
 
-class SizingError(ValueError):
+class SizingError(LedgerError, ValueError):
     """Sizing cannot go on. `problems` holds one line per problem, each naming what it concerns."""
 
     def __init__(self, problems: list[str] | tuple[str, ...] | str):
-        self.problems = (problems,) if isinstance(problems, str) else tuple(problems)
-        super().__init__("\n".join(self.problems))
+        super().__init__(problems)
+        self.problems = tuple(self.problems)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 from .. import config
 from ..models import FxRateRow, PriceBookRow, PriceEntryRow, Product, Tenant, utcnow
 from ..names import name_problem, text_problem
-from ..pricebook import Book, PriceIndex, default_paths, load_books, parse_book
+from ..pricebook import Book, PriceIndex, default_paths, load_books, parse_book, unlocated
 from .db import StoreError, session
 
 DIM_MODELS = {"tenant": Tenant, "product": Product}
@@ -222,7 +222,7 @@ def books_from_store(s: Session) -> list[Book]:
         book, problems = parse_book(row.content, row.path or f"{row.name}@{row.version}")
         if book is None:  # cannot happen for content that validated at load; say so loudly if it does
             raise StoreError(f"stored book {row.name}@{row.version} no longer validates: "
-                             + "; ".join(map(str, problems)))
+                             + "; ".join(map(str, unlocated(problems))))
         out.append(book)
     return out
 
@@ -245,5 +245,5 @@ def default_index() -> PriceIndex:
         return PriceIndex(books)
     books, problems = load_books(default_paths())
     if problems:
-        raise ValueError("price books have problems:\n" + "\n".join(map(str, problems)))
+        raise ValueError("price books have problems:\n" + "\n".join(map(str, unlocated(problems))))
     return PriceIndex(books)

@@ -10,7 +10,7 @@ from .. import config
 from ..console import Ledger, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
 from ..tables import FitTable
-from . import DIM_MODELS, StoreError, add_dim, add_dim_rows, init_store, list_dims, read_dims_csv
+from . import DIM_MODELS, add_dim, add_dim_rows, init_store, list_dims, read_dims_csv
 
 dims_app = typer.Typer(help="Tenants and products (controlled dimensions).", no_args_is_help=True)
 
@@ -48,10 +48,7 @@ def dims_add(kind: str = typer.Argument(..., help="tenant or product"),
     and no control character. A refused name changes nothing."""
     k = _dim_kind(kind)
     with Ledger() as s:
-        try:
-            added = add_dim(s, kind=k, name=name, display_name=display_name, owner=owner)
-        except StoreError as e:
-            fail(str(e))
+        added = add_dim(s, kind=k, name=name, display_name=display_name, owner=owner)
     out.print(f"{k} {name} {'added' if added else 'already registered'}", markup=False)
 
 
@@ -91,10 +88,7 @@ def dims_import(kind: str = typer.Argument(..., help="tenant or product"),
     if errors:
         fail(errors)
     with Ledger() as s:
-        try:
-            added = add_dim_rows(s, kind=k, rows=rows)
-        except StoreError as e:
-            fail(str(e))
+        added = add_dim_rows(s, kind=k, rows=rows)
     out.print(f"{file}: {plural(len(rows), k)} read, {added:,} added, {len(rows) - added:,} already registered",
               markup=False)
 

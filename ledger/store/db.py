@@ -13,9 +13,10 @@ from alembic.script import ScriptDirectory
 from sqlmodel import Session, create_engine
 
 from .. import config
+from ..errors import LedgerError
 
 
-class StoreError(ValueError):
+class StoreError(LedgerError, ValueError):
     """A refused store operation, with a message a person can act on."""
 
 
@@ -78,10 +79,12 @@ def alembic_config(url: str | None = None) -> Config:
     return cfg
 
 
-def init_store(url: str | None = None, *, connection: sa.Connection | None = None) -> tuple[str | None, str]:
+def init_store(url: str | None = None, *, connection: sa.Connection | None = None,
+               home: Path | None = None) -> tuple[str | None, str]:
     """Create or upgrade the store to the newest revision (Alembic ``upgrade head``), and move the
-    home's fact files to the current layout (:func:`ledger.facts_layout.migrate`, under the ingest
-    lock; nothing when the home has no facts folder yet).
+    fact files of the ledger home `home` (its folder; default the configured one, ``LEDGER_HOME``) to
+    the current layout (:func:`ledger.facts_layout.migrate`, under the ingest lock; nothing when the
+    home has no facts folder yet).
 
     Returns (revision before, revision after); running it twice changes nothing. LayoutError
     (:mod:`ledger.facts`), before the DB is touched, when the home's facts are in a layout this
@@ -89,7 +92,8 @@ def init_store(url: str | None = None, *, connection: sa.Connection | None = Non
     """
     from .. import facts_layout
 
-    facts_layout.layout_version(config.ledger_home())
+    home = config.ledger_home() if home is None else home  # resolved once, here at the top
+    facts_layout.layout_version(home)
     cfg = alembic_config(url)
     head = ScriptDirectory.from_config(cfg).get_current_head()
 
@@ -100,13 +104,13 @@ def init_store(url: str | None = None, *, connection: sa.Connection | None = Non
         before = current(connection)
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, "head")
-        facts_layout.migrate(config.ledger_home())
+        facts_layout.migrate(home)
         return before, head
     with engine(url).connect() as conn:
         before = current(conn)
     if before != head:
         command.upgrade(cfg, "head")
-    facts_layout.migrate(config.ledger_home())
+    facts_layout.migrate(home)
     return before, head
 
 

@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from .. import console
-from ..hints import say
 
 #: How `ledger workload` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
 NAMES = {"window_start": "--from", "window_end": "--to", "ramp_minutes": "--ramp-minutes",
@@ -30,16 +29,14 @@ def workload_cmd(period: Optional[str] = typer.Option(None, "--period", help="th
     cache hits, the hour-of-week profile and the largest rise of TPM over --ramp-minutes. Method:
     docs/workload.md."""
     from .render import workload_as_csv, workload_as_json, workload_as_table
-    from . import WorkloadError, workload
+    from . import workload
 
+    console.words(NAMES)
     console.one_format(as_json, as_csv)
     start, end = console.period_bounds(period, frm, to)  # one line per mistake, before the ledger is opened
     window = {} if period else {"start": start, "end": end}
     with console.Ledger() as s:
-        try:
-            w = workload(s, period, **window, pool=pool, product=product, ramp_minutes=ramp_minutes)
-        except WorkloadError as e:
-            console.fail(say(e.problems, NAMES))
+        w = workload(s, period, **window, pool=pool, product=product, ramp_minutes=ramp_minutes)
     console.emit(w, as_json=as_json, as_csv=as_csv, json_of=workload_as_json, csv_of=workload_as_csv,
                  table_of=lambda x: _tables(workload_as_table(x)))
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import duckdb
 
-from .. import facts, store
+from .. import config, facts, store
 from ..hints import Hint, Hinted
+from ..instants import iso
 from .records import Bursts, Percentiles, Workload, WorkloadError
 
 MINUTE_US = 60_000_000
@@ -39,19 +40,15 @@ def _what(period: str, pool: str | None, product: str | None) -> str:
     return " and ".join(p for p in parts if p) or "any pool or product"
 
 
-def _iso(at: datetime) -> str:
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 def window_label(start: datetime, end: datetime) -> str:
     """The name of a window that is not a month: the ISO 8601 interval ``<start>/<end>`` in UTC
     (``2026-10-05T00:00:00Z/2026-10-06T00:00:00Z``); a workload's `period` is this or ``YYYY-MM``."""
-    return f"{_iso(start)}/{_iso(end)}"
+    return f"{iso(start)}/{iso(end)}"
 
 
 def _when(period: str, start: datetime, end: datetime) -> str:
     """``in 2026-10`` for a month, ``from <start> to <end>`` for a window."""
-    return f"in {period}" if "/" not in period else f"from {_iso(start)} to {_iso(end)}"
+    return f"in {period}" if "/" not in period else f"from {iso(start)} to {iso(end)}"
 
 
 def check_window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
@@ -62,14 +59,14 @@ def check_window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
         if not isinstance(at, datetime) or at.tzinfo is None:
             problems.append(Hinted(what, f" {at}: give an instant with a UTC offset"))
         elif at.second or at.microsecond:
-            problems.append(Hinted(what, f" {_iso(at)} is not on a whole minute: the workload counts whole minutes, "
-                                         f"so give {_iso(at.replace(second=0, microsecond=0))} or the minute after"))
+            problems.append(Hinted(what, f" {iso(at)} is not on a whole minute: the workload counts whole minutes, "
+                                         f"so give {iso(at.replace(second=0, microsecond=0))} or the minute after"))
     if problems:
         raise WorkloadError(problems)
     start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
     if not start < end:
-        raise WorkloadError(Hinted(WINDOW_START, f" {_iso(start)} is not before ", WINDOW_END,
-                                   f" {_iso(end)} (the window is [from, to), end exclusive)"))
+        raise WorkloadError(Hinted(WINDOW_START, f" {iso(start)} is not before ", WINDOW_END,
+                                   f" {iso(end)} (the window is [from, to), end exclusive)"))
     return start, end
 
 
@@ -212,7 +209,9 @@ def largest_rise_of(con: duckdb.DuckDBPyConnection, *, period: str, start: datet
 
 def _open(session, period: str | None, start: datetime | None, end: datetime | None,
           home: Path | None) -> tuple[duckdb.DuckDBPyConnection, str, datetime, datetime]:
-    """The facts, the workload's name and its ``[start, end)``: the month `period`, or the window."""
+    """The facts, the workload's name and its ``[start, end)``: the month `period`, or the window. The
+    facts are those of the ledger home `home` (its folder), or of the configured one when the caller of
+    :func:`workload` or :func:`largest_rise` gives none (resolved here, once)."""
     if period is not None and (start is not None or end is not None):
         raise WorkloadError(Hinted("give a month", MONTH, " or a window", WINDOW, ", not both"))
     if period is not None:
@@ -226,6 +225,7 @@ def _open(session, period: str | None, start: datetime | None, end: datetime | N
     else:
         start, end = check_window(start, end)
         period = window_label(start, end)
+    home = config.ledger_home() if home is None else home
     return facts.open_ledger_facts(session, home), period, start, end
 
 

@@ -1,9 +1,10 @@
 """The workload's records: percentiles, bursts, the workload of a period, and its error."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+
+from ..errors import LedgerError
 
 #: The statistics of the per-minute series, in the order reports show them.
 TPM_STATS = ("p50", "p95", "p99", "max", "mean")
@@ -11,12 +12,8 @@ TPM_STATS = ("p50", "p95", "p99", "max", "mean")
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
-class WorkloadError(ValueError):
+class WorkloadError(LedgerError, ValueError):
     """A workload that cannot be computed: `problems` holds one line per problem."""
-
-    def __init__(self, problems: Sequence[str] | str):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,15 @@
 """A workload as JSON (the ``ledger workload --json`` contract), CSV (one row per figure) and rich tables."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from decimal import Decimal
 
 from ..formats import number, percent
+from ..instants import iso
 from ..outputs import csv_text
 from ..tables import FitTable
 from .records import DAYS, TPM_STATS, Workload
 
 _PCT = ("p50", "p95", "p99", "max", "mean")
-
-
-def _iso(at: datetime) -> str:
-    return at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _r(x: float | None, digits: int = 3) -> float | None:
@@ -26,7 +22,7 @@ def workload_as_json(w: Workload) -> dict:
     max, mean), ``cache_hit``, the ``ramp`` and the 168-hour ``hour_of_week`` profile."""
     return {
         "report": "workload", "period": w.period, "pool": w.pool, "product": w.product,
-        "from": _iso(w.start), "to": _iso(w.end), "minutes": w.minutes,
+        "from": iso(w.start), "to": iso(w.end), "minutes": w.minutes,
         "totals": {"requests": w.requests, "failed_requests": w.failed_requests, "input_tokens": w.input_tokens,
                    "cached_input_tokens": w.cached_input_tokens, "output_tokens": w.output_tokens},
         "tpm": {k: _r(w.tpm[k]) for k in TPM_STATS},
@@ -84,8 +80,8 @@ def workload_as_table(w: Workload) -> list[FitTable]:
     who = " · ".join(x for x in (f"pool {w.pool}" if w.pool else "all pools",
                                  f"product {w.product}" if w.product else "all products") if x)
     span = f"{_n(w.minutes, 0)} minutes"
-    head = (f"workload {w.period} · {who} · {span} from {_iso(w.start)}" if "/" not in w.period
-            else f"workload {_iso(w.start)} to {_iso(w.end)} · {who} · {span}")  # a month, or a window
+    head = (f"workload {w.period} · {who} · {span} from {iso(w.start)}" if "/" not in w.period
+            else f"workload {iso(w.start)} to {iso(w.end)} · {who} · {span}")  # a month, or a window
     series = FitTable(title=f"{head} · per minute (minutes without requests count as 0)", title_justify="left")
     series.add_column("per minute", numeric=False)
     for k in TPM_STATS:

@@ -20,16 +20,18 @@ from pathlib import Path
 import duckdb
 
 from ... import config, duck, facts
-from ..checks import lit, q
+from ...config import Home
+from ...errors import Problem
+from ...sqltext import literal as lit, quote_ident as q
 from ..commit import ingest
-from ..opening import _sha256
-from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, IngestError, IngestResult, Problem, _Source
+from ..opening import file_sha256
+from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, IngestError, IngestResult, OpenFile, Origin
 from ..rows import physical_lines
 from . import langfuse, langfuse_scores, litellm, mapfile, otel
 from .reading import SourceFile, open_source, unreadable
 
 #: source name -> its adapter module: KIND, TABLES, MAPPABLE, BUILT_IN, columns(src, m), table_problems(m); and
-#: optionally open_file (its own reader), prepare(con, m) (before any file), checks(m, src) (row problems of
+#: optionally open_file (its own reader), prepare(con, m, home) (before any file), checks(m, src) (row problems of
 #: its own, over hidden ``_`` columns), LOOKED_UP (required columns it can find without the map).
 SOURCES = {"litellm": litellm, "langfuse": langfuse, "otel": otel, "langfuse-scores": langfuse_scores}
 SCRATCH = "_adapters"
@@ -39,34 +41,35 @@ STALE_SECONDS = 24 * 3600
 def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: str | Path, *,
                 fmt: str | None = None, register_new: bool = False, dry_run: bool = False,
                 as_adjustment: bool = False, on_step: Callable[[str], None] | None = None,
-                on_progress: Callable[[float], None] | None = None) -> IngestResult:
-    """Convert `paths` of `source` with the map at `map_path`, then ingest them as one batch of `kind`.
+                on_progress: Callable[[float], None] | None = None, home: Home | None = None) -> IngestResult:
+    """Convert `paths` of `source` with the map at `map_path`, then ingest them as one batch of `kind`
+    into the ledger `home` (``ledger.config.Home``; default: the configured one, resolved here once).
     Raises IngestError (nothing written) with problems in the source files' terms."""
     adapter = SOURCES.get(source)
     if adapter is None:
-        raise IngestError([Problem(source, None, None, f"unknown source (one of {', '.join(SOURCES)})")])
+        raise IngestError([Problem(file=source, message=f"unknown source (one of {', '.join(SOURCES)})")])
     if adapter.KIND != kind:
-        raise IngestError([Problem(source, None, None, f"{source} gives {adapter.KIND}, not {kind}")])
+        raise IngestError([Problem(file=source, message=f"{source} gives {adapter.KIND}, not {kind}")])
     if not paths:
-        raise IngestError([Problem(kind, None, None, "no files given")])
+        raise IngestError([Problem(file=kind, message="no files given")])
     must = tuple(c.name for c in facts.KINDS[kind].columns
                  if c.required and c.name in adapter.MAPPABLE and c.name not in adapter.BUILT_IN
                  and c.name not in getattr(adapter, "LOOKED_UP", ()))
     m = mapfile.load(Path(map_path), adapter.MAPPABLE, adapter.TABLES, must)
     bad = adapter.table_problems(m)
     if bad:
-        raise IngestError([Problem(str(map_path), None, k, msg) for k, msg in bad])
+        raise IngestError([Problem(file=str(map_path), entry=k, message=msg) for k, msg in bad])
     step = on_step or (lambda _m: None)
-    home = config.ledger_home()
-    root = home / "facts" / SCRATCH
+    ledger = config.home() if home is None else home
+    root = ledger.facts / SCRATCH
     _sweep_stale(root)
     work = root / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     work.mkdir(parents=True)
-    con = duck.connect("ingest_source", home=home, ordered=True)
+    con = duck.connect("ingest_source", home=ledger.path, ordered=True)
     try:
         prepare = getattr(adapter, "prepare", None)
         if prepare:
-            prepare(con, m)
+            prepare(con, m, ledger)
         converted, fields, sources = [], {}, []
         problems, total = [], 0
         for i, p in enumerate(paths):
@@ -82,11 +85,12 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
             sources.append(src)
         if problems:
             raise IngestError(problems, total)
-        origins = [{"path": x.label, "sha256": _sha256(x.path), "format": f"{source}:{x.fmt}{'.gz' * x.compressed}",
-                    "bytes": x.path.stat().st_size} for x in sources]
+        origins = [Origin(path=x.label, sha256=file_sha256(x.path), format=f"{source}:{x.fmt}{'.gz' * x.compressed}",
+                          bytes=x.path.stat().st_size) for x in sources]
         try:
             return ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
-                          as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress, origins=origins)
+                          as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress, origins=origins,
+                          home=ledger)
         except IngestError as e:
             raise _translate(con, e, converted, sources, fields) from None
     finally:
@@ -117,7 +121,7 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
         if rows:
             n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
             at = _file_lines(con, src, lines, [r[0] for r in rows])
-            found = [Problem(src.label, at.get(line, line), field, text)
+            found = [Problem(file=src.label, line=at.get(line, line), entry=field, message=text)
                      for line, said_row in rows for (_, field, _), text in zip(checks, said_row) if text is not None]
             return found, max(n, len(found))
     mapped = [c.name for c in spec.columns
@@ -130,7 +134,8 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
         if rows:
             n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
             at = _file_lines(con, src, lines, [r[0] for r in rows])
-            found = [Problem(src.label, at.get(line, line), f"{cols[c][1]} ({c})", "missing, and the map gives no default")
+            found = [Problem(file=src.label, line=at.get(line, line), entry=f"{cols[c][1]} ({c})",
+                             message="missing, and the map gives no default")
                      for line, hit in rows for c, h in zip(mapped, hit) if h]
             return found, max(n, len(found))
     names = ", ".join(q(c) for c in present)
@@ -178,9 +183,10 @@ def _translate(con, e: IngestError, converted: list[Path], sources: list[SourceF
     for p, i, line, where in records:
         if i is not None and line is not None:
             line = at[i].get(line, line)
-        column = f"{fields[p.column]} ({p.column})" if p.column in fields else p.column
+        column = f"{fields[p.entry]} ({p.entry})" if p.entry in fields else p.entry
         message = relabel(p.message)
-        out.append(Problem(relabel(p.file), line, column, f"{message} ({where})" if where else message))
+        out.append(Problem(file=relabel(p.file), line=line, entry=column,
+                           message=f"{message} ({where})" if where else message))
     return IngestError(out, e.total)
 
 
@@ -190,8 +196,8 @@ def _file_lines(con, src: SourceFile, table: str, numbers: list[int]) -> dict[in
     if src.fmt == "parquet" or not numbers:
         return {n: n for n in numbers}
     rows = con.execute(f"SELECT count(*) FROM ({src.base})" if src.base else f"SELECT count(*) FROM {table}").fetchone()[0]
-    return physical_lines(_Source(path=src.path, label=src.label, fmt=src.fmt, columns=[], rows=rows,
-                                  read_path=src.read_path, shape=src.shape), numbers)
+    return physical_lines(OpenFile(path=src.path, label=src.label, fmt=src.fmt, read_path=src.read_path or src.path,
+                                   shape=src.shape), rows, numbers)
 
 
 def _sweep_stale(root: Path) -> None:

@@ -25,7 +25,8 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from ..checks import DECIMAL_RE, lit
+from ...sqltext import literal as lit
+from ..checks import DECIMAL_RE
 from .mapfile import json_path
 
 #: A document, JSON text inside it, and JSON text inside that: paths go no deeper into text.

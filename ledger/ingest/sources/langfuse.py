@@ -36,8 +36,10 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..checks import DECIMAL_RE, lit
-from ..records import IngestError, Problem
+from ...errors import Problem
+from ...sqltext import literal as lit
+from ..checks import DECIMAL_RE
+from ..records import IngestError
 from .mapfile import SourceMap
 from .reading import SourceFile, instant, kept, open_source
 from .sql import agreed, cost, disagreement, first_of, mapped, millis, path, plus, whole
@@ -105,8 +107,9 @@ def shaped(con, src: SourceFile, export: dict, api: dict, numbers=lambda names: 
 
     snake, camel = has(export), has(api)
     if snake and camel:
-        raise IngestError([Problem(src.label, None, None, f"mixes the export's fields ({export[keys[0]]}) and the API's "
-                                                          f"({api[keys[0]]}): a file is one shape or the other")])
+        raise IngestError([Problem(file=src.label,
+                                   message=f"mixes the export's fields ({export[keys[0]]}) and the API's "
+                                           f"({api[keys[0]]}): a file is one shape or the other")])
     names = dict(api if camel else export)
     exact: dict = {}
     if pages:

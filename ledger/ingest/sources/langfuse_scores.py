@@ -22,8 +22,10 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-from ... import config, facts
-from ..checks import DECIMAL_RE, lit, places_sql
+from ... import facts
+from ...config import Home
+from ...sqltext import literal as lit
+from ..checks import DECIMAL_RE, places_sql
 from .langfuse import shaped, trace_id
 from .mapfile import SourceMap
 from .reading import SourceFile, instant, kept, open_source
@@ -78,14 +80,14 @@ def open_file(con, p: Path, fmt: str | None, link_dir: Path, m: SourceMap) -> So
     return kept(src, f"{src.value(path(src.names['name']))} = {lit(m.extra['outcome']['score'])}")
 
 
-def prepare(con, m: SourceMap) -> None:
-    """Table ``_ledger_tasks``: each task of the ledger's requests with its tenant and product (NULL
-    when its requests have more than one), for the columns the map does not give."""
+def prepare(con, m: SourceMap, home: Home) -> None:
+    """Table ``_ledger_tasks``: each task of the requests of the ledger `home` with its tenant and
+    product (NULL when its requests have more than one), for the columns the map does not give."""
     from ... import store
 
-    with store.session() as s:
-        files = facts.committed_files(s, "requests", config.ledger_home())
-    rel = facts.files_sql("requests", files) if files else facts.empty_select("requests")
+    with store.session(home.database_url) as s:
+        files = facts.committed_files(s, "requests", home.path)
+    rel = facts.files_sql("requests", files, con=con) if files else facts.empty_select("requests")
     con.execute(f"CREATE TEMP TABLE {TASKS} AS SELECT task_id, count(DISTINCT tenant) AS tenants, "
                 "count(DISTINCT product) AS products, min(tenant) AS tenant, min(product) AS product "
                 f"FROM ({rel}) WHERE task_id IS NOT NULL GROUP BY task_id")

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ... import tomlfile
-from ..records import IngestError, Problem
+from ...errors import Problem
+from ..records import IngestError
 
 _SEGMENT = r"[A-Za-z_][A-Za-z0-9_\-]*"
 PATH_RE = re.compile(rf"^({_SEGMENT})((?:\.{_SEGMENT}|\[[0-9]+\])*)$")
@@ -85,15 +86,15 @@ def load(path: Path, allowed: set[str], tables: tuple[str, ...] = (), must: tupl
     try:
         data = tomlfile.loads(tomlfile.read_text(path, label), label)
     except FileNotFoundError:
-        raise IngestError([Problem(label, None, None, "no such map file")]) from None
+        raise IngestError([Problem(file=label, message="no such map file")]) from None
     except OSError as e:
-        raise IngestError([Problem(label, None, None, f"cannot read the map: {e.strerror or e}")]) from None
+        raise IngestError([Problem(file=label, message=f"cannot read the map: {e.strerror or e}")]) from None
     except tomlfile.TomlError as e:  # not UTF-8, a syntax error, values nested too deep: line and column
-        raise IngestError([Problem(label, None, None, e.message)]) from None
+        raise IngestError([Problem(file=label, message=e.message)]) from None
     problems: list[Problem] = []
 
     def bad(key: str, message: str) -> None:
-        problems.append(Problem(label, None, key, message))
+        problems.append(Problem(file=label, entry=key, message=message))
 
     for key in data:
         if key not in ("columns", "pool", "naive_times", *tables):
@@ -136,7 +137,7 @@ def load(path: Path, allowed: set[str], tables: tuple[str, ...] = (), must: tupl
     if naive is not None and naive != "UTC":
         bad("naive_times", f"{naive!r}: only \"UTC\" is supported (the zone naive instants are written in)")
     for col in must:
-        if col not in columns and not any(p.column == f"columns.{col}" for p in problems):
+        if col not in columns and not any(p.entry == f"columns.{col}" for p in problems):
             bad(f"columns.{col}", "required ledger column is not mapped (give it a path, or a table with a default)")
     extra = {t: data.get(t) or {} for t in tables}
     if problems:

@@ -28,8 +28,9 @@ from pathlib import Path
 
 import duckdb
 
-from ..checks import lit
-from ..records import IngestError, Problem
+from ...errors import Problem
+from ...sqltext import literal as lit
+from ..records import IngestError
 from .jsondocs import Documents
 from .mapfile import FieldPath, SourceMap
 from .reading import SourceFile, kept, open_source, unreadable
@@ -118,10 +119,10 @@ def open_file(con, p: Path, fmt: str | None, link_dir: Path, m: SourceMap) -> So
     ``[spans] operations``: never an empty batch)."""
     label = str(p)
     if not Path(p).is_file():
-        raise IngestError([Problem(label, None, None, "no such file")])
+        raise IngestError([Problem(file=label, message="no such file")])
     if (fmt or "jsonl") not in ("jsonl", "json"):
-        raise IngestError([Problem(label, None, None, "OTLP traces are read as JSON (JSON Lines as the file exporter "
-                                                      "writes them, or one OTLP/HTTP JSON document)")])
+        raise IngestError([Problem(file=label, message="OTLP traces are read as JSON (JSON Lines as the file exporter "
+                                                       "writes them, or one OTLP/HTTP JSON document)")])
     whole = open_source(con, Path(p), "jsonl", link_dir)  # every JSON shape, gzip too (ingest.shapes)
     docs = whole.relation
     resources = f"SELECT _line, unnest(json_extract(_j, '$.resourceSpans[*]')) AS _r FROM ({docs})"
@@ -145,8 +146,8 @@ def open_file(con, p: Path, fmt: str | None, link_dir: Path, m: SourceMap) -> So
                 "0 spans read (OTLP JSON has resourceSpans[].scopeSpans[].spans[])")
         seen = seen or []
         others = f"; their operations: {', '.join(seen[:10])}{', ...' * (len(seen) > 10)}" if seen else ""
-        raise IngestError([Problem(label, None, None, f"no GenAI inference span (gen_ai.operation.name "
-                                                      f"{', '.join(ops)}): {what}{others}")])
+        raise IngestError([Problem(file=label, message=f"no GenAI inference span (gen_ai.operation.name "
+                                                       f"{', '.join(ops)}): {what}{others}")])
     src = Spans(**{**vars(whole), "relation": rel, "types": {}, "base": docs, "docs": Documents()})
     return kept(src, f"{op} IN ({listed})")
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..checks import DECIMAL_RE, OFFSET_RE, lit, q
-from ..opening import _csv_header, format_named, parquet_names, unreadable_csv, unreadable_json
-from ..records import IngestError, Problem, _first_line, _Source
+from ...errors import Problem
+from ...sqltext import literal as lit, quote_ident as q
+from ..checks import DECIMAL_RE, OFFSET_RE
+from ..opening import csv_header, format_named, parquet_names, unreadable_csv, unreadable_json
+from ..records import IngestError, first_line
 from ..shapes import MAX_OBJECT_BYTES, json_reader, readable
 from .jsondocs import Documents
 from .mapfile import FieldPath
@@ -136,7 +138,7 @@ class Fields(dict):
             other = next((m for m in mine if m != first), first)
             what = (f"the header names {first!r} twice" if other == first else
                     f"the file has both {first!r} and {other!r}: names that differ only in case are ambiguous")
-            raise IngestError([Problem(self.label, self.line, key, f"{what} (keep one)")])
+            raise IngestError([Problem(file=self.label, line=self.line, entry=key, message=f"{what} (keep one)")])
         return found[0] if found else None
 
     def get(self, key, default=None):
@@ -159,20 +161,18 @@ def open_source(con, path: Path, fmt: str | None, link_dir: Path) -> SourceFile:
     label = str(path)
     path = Path(path)
     if not path.is_file():
-        raise IngestError([Problem(label, None, None, "no such file")])
+        raise IngestError([Problem(file=label, message="no such file")])
     fmt = format_named(path, fmt)
     if fmt not in ("csv", "jsonl", "parquet"):
-        raise IngestError([Problem(label, None, None,
-                                   f"cannot tell the format from the extension {path.suffix!r}; use --format")])
+        raise IngestError([Problem(file=label,
+                                   message=f"cannot tell the format from the extension {path.suffix!r}; use --format")])
     data = readable(path, label, fmt, link_dir)
     read = lit(str(data.path))
     names = None
     if fmt == "csv":
-        head = _Source(path=path, label=label, fmt="csv", columns=[], read_path=data.path)
-        bad = _csv_header(head)
+        names, bad = csv_header(data.path, label)
         if bad:
             raise IngestError(bad)
-        names = head.columns
         rel = (f"SELECT row_number() OVER () + 1 AS _line, * FROM read_csv({read}, header=true, all_varchar=true, "
                "delim=',', quote='\"', escape='\"', strict_mode=true)")
     elif fmt == "jsonl":
@@ -199,4 +199,4 @@ def unreadable(label: str, fmt: str, read_path: Path, e: BaseException, shape: s
         return unreadable_json(read_path, label, shape or "lines", SOURCE_OBJECT_BYTES, e)
     if fmt == "csv":
         return unreadable_csv(read_path, label, e)
-    return Problem(label, None, None, f"cannot read as {fmt}: {_first_line(e)}")
+    return Problem(file=label, message=f"cannot read as {fmt}: {first_line(e)}")

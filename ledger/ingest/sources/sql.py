@@ -3,7 +3,7 @@ parts, durations between two instants. Every value stays text until the plain in
 a bad source value is reported as it was written, never turned into a number here."""
 from __future__ import annotations
 
-from ..checks import lit
+from ...sqltext import literal as lit
 from .mapfile import FieldPath, parse_path
 
 

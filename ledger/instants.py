@@ -1,0 +1,20 @@
+"""How the ledger writes an instant: in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``; the
+microseconds when there are any), in JSON, CSV, SQL literals, problems and the files it writes.
+Below every stage: it imports nothing of the ledger."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import overload
+
+
+@overload
+def iso(at: datetime) -> str: ...
+
+
+@overload
+def iso(at: None) -> None: ...
+
+
+def iso(at: datetime | None) -> str | None:
+    """An aware instant in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``); None as None."""
+    return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
