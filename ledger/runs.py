@@ -92,7 +92,7 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
             progress("truing up to the bill")
         bill = read_bill(s, bill_map, start=start, end=end, currency=policy.currency, prices=index, home=home)
         alloc = true_up(alloc, bill, bill_map, hours=hours, allow_partial_bill=allow_partial_bill,
-                        unknown=unknown_targets(bill_map, known_targets(s, home)))
+                        unknown=unknown_targets(bill_map, known_targets(s, books, hours)))
         used = {"bill_batches": list(bill.batches), "bill_map": bill_map.sha256}
     digest = inputs_digest(batches=batches, books=index.books, start=start, end=end, policy=policy, true_up=used)
     run = write_run(s, allocation=alloc, inputs_digest=digest, code_version=code_version())

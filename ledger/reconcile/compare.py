@@ -181,12 +181,13 @@ def reconcile_run(s, *, run_id: str, lines: Iterable[Line], currency: str, start
     :mod:`ledger.runs`) with the committed bill placed by `bill_map`, and the reported-cost drift
     of the period priced with the loaded books; the facts are those of the ledger home `home` (its
     folder, resolved by the caller). ReconcileError when it cannot be made."""
-    index = PriceIndex(store.books_from_store(s))
+    books = store.books_from_store(s)
+    index = PriceIndex(books)
     bill = read_bill(s, bill_map, start=start, end=end, currency=currency, prices=index, home=home)
     drift, notes = reported_drift(s, start=start, end=end, prices=index, home=home)
+    hours = priced_hours_of(s, start, end, home)
     unknown = [Hinted(f"{where}: {what}: its bill rows are reconciled on a resource the ledger does not have "
                       "(correct the map; ", Hint("true_up", "a true-up"), " refuses it)")
-               for where, what in unknown_targets(bill_map, known_targets(s, home))]
+               for where, what in unknown_targets(bill_map, known_targets(s, books, hours))]
     return reconcile(lines=lines, bill=bill, drift=drift, run_id=run_id, run_created_at=created_at,
-                     currency=currency, bill_map=bill_map.as_dict(), notes=notes,
-                     hours=priced_hours_of(s, start, end, home), warnings=unknown)
+                     currency=currency, bill_map=bill_map.as_dict(), notes=notes, hours=hours, warnings=unknown)

@@ -8,38 +8,33 @@ exist). A category rule naming a category the ledger does not have is refused wh
 What the ledger knows:
 
 - **pools**: the pools a fleet file registered (the ``pool`` table of the ledger DB);
-- **providers**: the providers of the committed requests, and those the loaded price books name
-  (a token price's ``provider``).
+- **providers**: the providers of the period's requests (the resources priced in the period, which
+  reconcile and the true-up compute anyway for coverage), and those the loaded price books name (a
+  token price's ``provider``). No scan of the ledger's whole request history.
 """
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 
 from sqlmodel import select
 
-from .. import duck, facts, store
 from ..models import Pool
+from ..pricebook import Book
 from .billmap import BillMap
+from .bills import Resource
 
 #: How many known names a problem lists.
 SHOWN = 10
 
 
-def known_targets(s, home: Path) -> dict[str, set[str]]:
-    """``{"pool": names, "provider": names}``: the pools and providers the ledger knows (its DB session
-    `s` and the facts of its home `home`)."""
+def known_targets(s, books: Iterable[Book], priced: Mapping[Resource, object]) -> dict[str, set[str]]:
+    """``{"pool": names, "provider": names}``: the pools the ledger DB (session `s`) registered, and the
+    providers the loaded price books `books` name or the period's requests use (the provider
+    resources of `priced`, :func:`ledger.reconcile.coverage.priced_hours`)."""
     pools = set(s.exec(select(Pool.name)))
-    providers = {p.provider for b in store.books_from_store(s) for p in b.prices if p.provider not in ("*", "")}
-    files = facts.committed_files(s, "requests", home)
-    if files:
-        con = duck.connect("reconcile", home=home)
-        try:
-            body = facts.files_sql("requests", files, con=con)
-            providers |= {r[0] for r in con.execute(f"SELECT DISTINCT provider FROM ({body}) WHERE provider IS NOT "
-                                                   "NULL AND provider <> ''").fetchall()}
-        finally:
-            con.close()
+    providers = {p.provider for b in books for p in b.prices if p.provider not in ("*", "")}
+    providers |= {r.name for r in priced if r.kind == "provider"}
     return {"pool": pools, "provider": providers}
 
 
