@@ -4,7 +4,6 @@ By product sheet (:mod:`ledger.export.allocation_summary`) and a provenance shee
 prints one page wide."""
 from __future__ import annotations
 
-import io
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -16,8 +15,8 @@ from ..allocate import CATEGORIES, LINE_KINDS, period_label
 from ..money import ZERO, fmt
 from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, unit_economics
 from .allocation_summary import Formats, LinesRef, by_product_sheet, summary_sheet
-from .safe import csv_text, write_output
-from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header,
+from .safe import csv_text
+from .xlsx import (saved, DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header,
                    print_one_page_wide, put, put_formula, rng, unit_cost_format, write_provenance)
 
 LINE_COLUMNS = ("day", "kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from",
@@ -136,12 +135,7 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     for ws in wb:
         ws.sheet_view.tabSelected = ws is summary
         print_one_page_wide(ws)
-    buf = io.BytesIO()
-    wb.save(buf)
-    out = buf.getvalue()
-    if path is not None:
-        write_output(path, out)
-    return out
+    return saved(wb, path)
 
 
 _PER_SUCCESS_COLUMNS = ("figure", "tenant", "cost", "successful tasks", "cost per successful task",

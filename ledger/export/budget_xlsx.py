@@ -2,7 +2,6 @@
 Variable, Charges, Scenarios and Provenance sheets."""
 from __future__ import annotations
 
-import io
 from datetime import datetime
 from pathlib import Path
 
@@ -11,8 +10,7 @@ from openpyxl.styles import Font
 
 from ..allocate import CATEGORIES
 from ..budget import Budget
-from .safe import write_output
-from .xlsx import (DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
+from .xlsx import (saved, DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
                    header, print_one_page_wide, put, put_formula, rng, unit_cost_format, write_provenance)
 
 PLAN_COLUMNS = ("scenario", "pool", "part", "month", "from (UTC)", "to (UTC)", "device", "region", "purchase option",
@@ -57,12 +55,7 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
     write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version))
     for ws in wb.worksheets:
         print_one_page_wide(ws)
-    buf = io.BytesIO()
-    wb.save(buf)
-    data = buf.getvalue()
-    if path is not None:
-        write_output(path, data)
-    return data
+    return saved(wb, path)
 
 
 def _scenarios_sheet(wb: Workbook, b: Budget) -> dict[str, int]:

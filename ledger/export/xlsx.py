@@ -225,3 +225,18 @@ def recalculate(path: str | Path, outdir: str | Path, *, timeout: float = 180) -
         why = proc.stderr.strip() or proc.stdout.strip()
         raise RuntimeError(f"LibreOffice could not recalculate {src.name}: {why}")
     return result
+
+
+def saved(wb, path: Path | None) -> bytes:
+    """The workbook `wb` as .xlsx bytes, also written to `path` (through :func:`.safe.write_output`:
+    the output guard and an atomic write) when one is given."""
+    import io
+
+    from .safe import write_output
+
+    buf = io.BytesIO()
+    wb.save(buf)
+    data = buf.getvalue()
+    if path is not None:
+        write_output(path, data)
+    return data

@@ -16,8 +16,7 @@ from ..sqltext import literal as lit, quote_ident as q
 from .checks import cast_flag, cast_sql, file_type, read_type
 from .records import FORMAT_NAMES, FORMATS, MAX_LINE_BYTES, IngestError, OpenFile, Origin, first_line
 from .lines import long_line
-from .shapes import (GLOB_CHARS, json_problem, json_reader, json_record_line, line_ends, plain_suffix,  # noqa: F401
-                     readable, readable_path)
+from .shapes import json_problem, json_reader, json_record_line, plain_suffix, readable
 
 
 def format_named(path: Path, fmt: str | None) -> str | None:

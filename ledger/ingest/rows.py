@@ -13,7 +13,8 @@ from .. import facts, names, store, units
 from ..errors import Problem
 from ..sqltext import literal as lit, quote_ident as q
 from .checks import Check, cast_checks, checks, jsonl_checks, said, show
-from .opening import _read_select, line_ends
+from .opening import _read_select
+from .shapes import line_ends
 from .shapes import MAX_OBJECT_BYTES, json_scan
 from .shapes import lines as _lines
 from .records import (ADJUSTABLE, MAX_LINE_BYTES, MAX_PROBLEMS, Batch, Checked, IngestError, LedgerState, OpenFile,

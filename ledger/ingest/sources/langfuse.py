@@ -42,7 +42,7 @@ from ..checks import DECIMAL_RE
 from ..records import IngestError
 from .mapfile import SourceMap
 from .reading import SourceFile, instant, kept, open_source
-from .sql import agreed, cost, disagreement, first_of, mapped, millis, path, plus, whole
+from .sql import agreed, cost, disagreement, mapped, millis, path, plus, whole
 
 KIND = "requests"
 TABLES = ("tokens",)
