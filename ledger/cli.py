@@ -1,33 +1,154 @@
 """The `ledger` command line: the root app. Each feature keeps its commands in its package's
 ``cli.py``, which exposes ``register(app)``; shared helpers (consoles, failures, JSON and CSV) are in
-:mod:`ledger.console`. Commands parse and print only; the work is done by ledger.* functions."""
+:mod:`ledger.console`. Commands parse and print only; the work is done by ledger.* functions.
+
+The root answers at once: it knows its commands from :data:`COMMANDS` (name, module, one line of
+help) and imports a feature's ``cli.py`` only when one of its commands runs (or its own ``--help``
+is asked for). ``ledger --help`` imports typer and rich, nothing of the ledger's stages; a command
+imports what it uses. ``tests/test_cli_startup.py`` checks the table against the commands each
+module registers, and that ``import ledger.cli`` pulls in none of pandas, Altair, Streamlit or
+PySpark; ``bench/startup.py`` times each command beside its floor."""
 from __future__ import annotations
 
+import importlib
+from contextvars import ContextVar
+from dataclasses import dataclass
+from difflib import get_close_matches
+
+import click
 import typer
+import typer.main
 
 from . import __version__
-from .allocate import cli as allocate_cli
-from .budget import cli as budget_cli
-from .check import cli as check_cli
 from .console import RootGroup, out, run
-from .dashboard import cli as dashboard_cli
-from .demo import cli as demo_cli
-from .export import cli as export_cli
-from .ingest import cli as ingest_cli
-from .pricebook import cli as pricebook_cli
-from .reconcile import cli as reconcile_cli
-from .reports import cli as reports_cli
-from .sizing import cli as sizing_cli
-from .store import cli as store_cli
-from .workload import cli as workload_cli
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A command the root lists without importing it: its name, the module whose ``register(app)``
+    defines it, and the first sentence of its help (what ``ledger --help`` shows)."""
+
+    name: str
+    module: str
+    help: str
+
+
+#: Every command of ``ledger``, in the order ``ledger --help`` lists them. A new command is a line
+#: here and its ``register(app)`` in the module named.
+COMMANDS: tuple[Lazy, ...] = (
+    Lazy("init", "ledger.store.cli", "Create or upgrade the ledger store (Alembic upgrade head)."),
+    Lazy("dims", "ledger.store.cli", "Tenants and products (controlled dimensions)."),
+    Lazy("pricebook", "ledger.pricebook.cli", "Dated price books: check, load, show, import."),
+    Lazy("ingest", "ledger.ingest.cli", "Ingest usage files (CSV, Parquet, JSON Lines) as one atomic batch."),
+    Lazy("batches", "ledger.ingest.cli", "Ingest batches: list them, or undo one whose period is open."),
+    Lazy("workload", "ledger.workload.cli",
+         "The traffic a fleet served in a month (or a window: --from and --to), per minute: TPM "
+         "p50/p95/p99/max/mean, peak-to-average, bursts above p95, input and output tokens per request, cache "
+         "hits, the hour-of-week profile and the largest rise of TPM over --ramp-minutes."),
+    Lazy("size", "ledger.sizing.cli",
+         "Size a pool SLA-first: the SLA picks c*, c* the replica throughput, that the GPU count."),
+    Lazy("allocate", "ledger.allocate.cli",
+         "Price every resource of the period, allocate it, check conservation, and write an immutable run."),
+    Lazy("check", "ledger.check.cli",
+         "Pre-flight of the facts against the price books (usages with no price, pools without fleet...): "
+         "exit 1 if any."),
+    Lazy("reconcile", "ledger.reconcile.cli",
+         "Set the ledger's priced cost beside the cloud bill: per pool, provider and category, the unmatched "
+         "bill cost, reported-cost drift per model, and one total line (priced, billed, variance)."),
+    Lazy("report", "ledger.reports.cli", "Unit-economics reports over the current allocation run of a period."),
+    Lazy("runs", "ledger.reports.cli",
+         "Allocation runs, newest first, each with its period's close (open, or closed by whom, final run)."),
+    Lazy("close", "ledger.reports.cli",
+         "Close a month and sign it off: who, when, why, and the run signed as final (never changed after)."),
+    Lazy("statement", "ledger.reports.cli",
+         "The month-end statement to sign: total, categories, idle, failed work, tenants, run, books, bill, close."),
+    Lazy("whatif", "ledger.whatif.cli",
+         "A past month repriced, rerouted or self-hosted, allocated by the same rules beside its run (SCENARIO, "
+         "never a run)."),
+    Lazy("budget", "ledger.budget.cli", "Forecast budgets from a replica plan (TOML), and forecast vs actual."),
+    Lazy("budgets", "ledger.guardrails.cli",
+         "Budgets per tenant, product or model (guardrails): load a budgets book, show them."),
+    Lazy("alerts", "ledger.guardrails.cli",
+         "Budgets beside the open month's provisional spend, burn-rate projections and spend anomalies: exit 0 "
+         "when none fire, 3 when any does."),
+    Lazy("export", "ledger.export.cli",
+         "Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows."),
+    Lazy("demo", "ledger.demo.cli",
+         "Build a realistic month (October 2026) from the Azure LLM inference trace in a fresh ledger home: "
+         "tenants, products, two GPU pools, a provider model, meters, outcomes and charges; ingest, allocate "
+         "and print where the money went."),
+    Lazy("dashboard", "ledger.dashboard.cli",
+         "Serve the dashboards (unit economics, bill reconciliation, tenants, workload, sizing and budget, "
+         "forecast vs actual, price books) over LEDGER_HOME / LEDGER_DATABASE_URL."),
+)
+
+_BY_NAME = {c.name: c for c in COMMANDS}
+#: True while the root's help is being written: commands are listed from the table, not imported.
+_LISTING: ContextVar[bool] = ContextVar("ledger_listing", default=False)
+
+
+def load(name: str) -> click.Command:
+    """The real click command `name`: its module imported and registered on an app of its own."""
+    lazy = _BY_NAME[name]
+    scratch = typer.Typer(add_completion=False)
+    importlib.import_module(lazy.module).register(scratch)
+    return typer.main.get_group(scratch).commands[name]
+
+
+def whole() -> click.Group:
+    """The root group with every command loaded (for tests and tools that walk the whole tree)."""
+    root = typer.main.get_command(app)
+    for lazy in COMMANDS:
+        root.get_command(click.Context(root), lazy.name)
+    return root
+
+
+class _Root(RootGroup):
+    """The root group: the commands of :data:`COMMANDS` imported when used, listed from the table."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*self.commands, *(c.name for c in COMMANDS if c.name not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        lazy = _BY_NAME.get(cmd_name)
+        if lazy is None:
+            return None
+        if _LISTING.get():
+            return click.Command(lazy.name, help=lazy.help)
+        self.commands[cmd_name] = command = load(cmd_name)
+        return command
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        token = _LISTING.set(True)
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            _LISTING.reset(token)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            if args and "Did you mean" not in e.message:
+                if matches := get_close_matches(args[0], self.list_commands(ctx)):
+                    e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
 
 app = typer.Typer(help="The inference unit-economics ledger: what LLM inference really costs, and who it costs for.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=RootGroup)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=_Root)
 
 
 @app.callback()
 def _settings() -> None:
-    """Refuse a bad LEDGER_MEMORY_LIMIT or LEDGER_THREADS before any command starts (one line each)."""
+    """Refuse a bad LEDGER_MEMORY_LIMIT or LEDGER_THREADS before any command starts (one line each).
+    With neither set there is nothing to check, and DuckDB is not imported for it."""
+    import os
+
+    if not any(os.environ.get(name, "").strip() for name in ("LEDGER_MEMORY_LIMIT", "LEDGER_THREADS")):
+        return
     from .console import fail
     from .duck import check_settings
 
@@ -39,12 +160,6 @@ def _settings() -> None:
 def version() -> None:
     """Print the ledger version."""
     out.print(__version__)
-
-
-# The order of registration is the order of `ledger --help`.
-for _feature in (store_cli, pricebook_cli, ingest_cli, workload_cli, sizing_cli, allocate_cli, check_cli, reconcile_cli,
-                 reports_cli, budget_cli, export_cli, demo_cli, dashboard_cli):
-    _feature.register(app)
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from . import config, store
+from . import config
 from . import formats
 from .errors import LedgerError
 from .hints import say
@@ -103,6 +103,8 @@ def parse_instant(text: str, what: str = "time") -> datetime:
 
 def open_session():
     """A session on an initialized ledger, or a clear error."""
+    from . import store
+
     s_cm = store.session()
     s = s_cm.__enter__()
     try:
@@ -132,7 +134,9 @@ def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) 
     if period and (frm or to):
         fail("give either --period or --from/--to, not both")
     if period:
-        return store.month_bounds(period)
+        from .store import month_bounds
+
+        return month_bounds(period)
     if not (frm and to):
         fail("give --period YYYY-MM, or both --from and --to")
     start, end = parse_instant(frm, "--from"), parse_instant(to, "--to")

@@ -5,8 +5,10 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 import tempfile
+from typing import TYPE_CHECKING
 
-import pint
+if TYPE_CHECKING:  # pint (and numpy under it) is imported when a unit is first parsed, not with the ledger
+    import pint
 
 from .errors import LedgerError
 from .money import quantize
@@ -26,6 +28,8 @@ def registry() -> pint.UnitRegistry:
     its own so that a GB price can never apply to a call count. GB (1e9 bytes) and GiB (2**30
     bytes) stay distinct. The change is made in pint's own definitions before they are parsed.
     """
+    import pint
+
     pint_dir = Path(pint.__file__).parent
     with tempfile.TemporaryDirectory(prefix="ledger-units-") as tmp:
         for name in ("default_en.txt", "constants_en.txt"):
@@ -43,6 +47,8 @@ def parse(expr: str) -> pint.Quantity:
 
     Returns a Quantity: the magnitude is the scale written (1e6 for "1e6 * token").
     """
+    import pint
+
     if not isinstance(expr, str) or not expr.strip():
         raise UnitError("empty unit expression")
     try:

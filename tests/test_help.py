@@ -10,7 +10,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from ledger.cli import app
+from ledger.cli import app, whole
 
 runner = CliRunner()
 PLACEHOLDER = re.compile(r"<(bool|str|int|float|path|Path|list\[[^\]]*\]|datetime|[a-z_]+)>|\{[a-z_]+\}")
@@ -18,7 +18,7 @@ PLACEHOLDER = re.compile(r"<(bool|str|int|float|path|Path|list\[[^\]]*\]|datetim
 
 def commands() -> list[tuple[str, ...]]:
     """Every command path of the CLI (groups included), e.g. ('ingest', 'requests')."""
-    root = typer.main.get_command(app)
+    root = whole()
     out: list[tuple[str, ...]] = [()]
 
     def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
@@ -61,7 +61,7 @@ def _shown(text: str) -> str:
 def test_every_option_and_argument_has_help_and_help_shows_it(path):
     """Each parameter a command's help lists (hidden ones, the deprecated spellings, are not listed)
     has a help text, and the rendered help shows it whole."""
-    cmd = typer.main.get_command(app)
+    cmd = whole()
     for name in path:
         cmd = cmd.commands[name]
     r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})

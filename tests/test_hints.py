@@ -56,11 +56,11 @@ def test_ledger_size_options_start_from_the_sizing_jobs_defaults():
     # the dashboard's sizing page starts from the same defaults (dashboard.sizing_defaults), so the
     # page and `ledger size` agree by construction
     from ledger import dashboard as dd
-    from ledger.cli import app
+    from ledger.cli import load
     from ledger.sizing.engine import Reserves
     from ledger.sizing.service import CurveSource, MemorySpec, PriceSpec, SizingJob, TrafficSpec, default
 
-    size = typer.main.get_command(app).commands["size"]
+    size = load("size")
     options = {p.name: p.default for p in size.params}
     reserves = default(SizingJob, "reserves")
     assert reserves == Reserves()

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import duckdb
-import pyarrow as pa
+
 
 from ..vocab import EngineName
 from .sql import render
 from .tables import TempTable
 
 #: DuckDB types a loaded table may have, as Arrow types (HUGEINT goes as text, then is cast).
-_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "HUGEINT": pa.string()}
+_ARROW = {"VARCHAR": "string", "BIGINT": "int64", "HUGEINT": "string"}
 
 
 class Engine(Protocol):
@@ -54,7 +54,9 @@ class DuckEngine:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table.name} AS {render(sql, self.name)}")
 
     def load(self, con: duckdb.DuckDBPyConnection, table: TempTable, rows: Sequence[tuple]) -> None:
-        arrow = pa.table({name: pa.array([str(r[i]) if kind == "HUGEINT" else r[i] for r in rows], _ARROW[kind])
+        import pyarrow as pa  # imported when a table is loaded from Python rows, not with the ledger
+
+        arrow = pa.table({name: pa.array([str(r[i]) if kind == "HUGEINT" else r[i] for r in rows], getattr(pa, _ARROW[kind])())
                           for i, (name, kind) in enumerate(table.columns)})
         view = f"_{table.name}_arrow"
         con.register(view, arrow)

@@ -1,19 +1,21 @@
 """The ledger DB: engines per URL, sessions that commit or roll back, Alembic migrations."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from typing import TYPE_CHECKING
 from sqlmodel import Session, create_engine
 
 from .. import config
 from ..errors import LedgerError
+
+if TYPE_CHECKING:  # Alembic is imported by what migrates the store, not by every command that reads it
+    from alembic.config import Config
 
 
 class StoreError(LedgerError, ValueError):
@@ -73,6 +75,8 @@ def session(url: str | None = None) -> Iterator[Session]:
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.set_main_option("sqlalchemy.url", (config.normalize_url(url) if url else config.database_url()).replace("%", "%%"))
@@ -90,6 +94,10 @@ def init_store(url: str | None = None, *, connection: sa.Connection | None = Non
     (:mod:`ledger.facts`), before the DB is touched, when the home's facts are in a layout this
     ledger does not know.
     """
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     from .. import facts_layout
 
     home = config.ledger_home() if home is None else home  # resolved once, here at the top
@@ -114,10 +122,47 @@ def init_store(url: str | None = None, *, connection: sa.Connection | None = Non
     return before, head
 
 
+_REVISION = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*['\"]?([^'\"\n]*?)['\"]?\s*$", re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest revision of the migrations shipped with this code: the one revision no other
+    names as its ``down_revision``. Read from the migration files' text (``revision = '...'``,
+    ``down_revision = '...'``) rather than by loading Alembic's script directory, which imports its
+    migration runtime and every script: a command that only reads the ledger checks the store's
+    revision without them. ``tests/test_cli_startup.py`` checks it equals Alembic's own head."""
+    revisions, downs = set(), set()
+    for path in sorted(migrations_dir().joinpath("versions").glob("*.py")):
+        found = dict(m.groups() for m in _REVISION.finditer(path.read_text(encoding="utf-8")))
+        if "revision" in found:
+            revisions.add(found["revision"])
+            downs.add(found.get("down_revision") or "")
+    heads = revisions - downs
+    if len(heads) != 1:  # a branch in the migrations: let Alembic say what it is
+        from alembic.script import ScriptDirectory
+
+        return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    return heads.pop()
+
+
+def current_revision(s: Session) -> str | None:
+    """The revision the ledger DB is at: the row Alembic keeps in ``alembic_version`` (None when the
+    table is missing or empty: the store was never migrated). Read with one query, so a command that
+    only reads the ledger does not import Alembic's migration runtime."""
+    conn = s.connection()
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return None
+    rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
+    if len(rows) > 1:
+        raise StoreError(f"the ledger store has {len(rows)} Alembic heads ({', '.join(sorted(rows))}): run `ledger init`")
+    return rows[0] if rows else None
+
+
 def check_initialized(s: Session) -> None:
     """Raise StoreError when the ledger DB has not been migrated to the newest revision."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    rev = MigrationContext.configure(s.connection()).get_current_revision()
+    rev = current_revision(s)
+    head = head_revision() if rev is not None else None
     if rev is None:
         raise StoreError("the ledger is not initialized here: run `ledger init` (or `ledger demo`)")
     if rev != head:
