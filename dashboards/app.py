@@ -11,6 +11,9 @@ st.set_page_config(page_title="ledger: inference unit economics", page_icon=":ma
                    layout="wide")
 
 from pages import _common as ui  # noqa: E402  (set_page_config must come first)
+from pages import _layout  # noqa: E402
+
+_layout.apply_style()  # margins and metric labels that hold at 1024 px (pages/_layout.py)
 
 PAGES = {
     # The default page is served at the root URL.
@@ -18,19 +21,23 @@ PAGES = {
                         default=True),
                 st.Page("pages/reconcile.py", title="Bill reconciliation", icon=":material/receipt:",
                         url_path="reconcile")],
-    "Product owners": [st.Page("pages/tenants.py", title="Tenants", icon=":material/groups:", url_path="tenants")],
+    "Product owners": [st.Page("pages/tenants.py", title="Tenants", icon=":material/groups:", url_path="tenants"),
+                       st.Page("pages/trend.py", title="Trend", icon=":material/trending_up:", url_path="trend")],
     "Capacity": [st.Page("pages/workload.py", title="Workload", icon=":material/monitoring:", url_path="workload"),
                  st.Page("pages/sizing_budget.py", title="Sizing and budget", icon=":material/dns:",
                          url_path="sizing-budget"),
                  st.Page("pages/forecast_actual.py", title="Forecast vs actual", icon=":material/compare_arrows:",
-                         url_path="forecast-vs-actual")],
+                         url_path="forecast-vs-actual"),
+                 st.Page("pages/whatif.py", title="What if", icon=":material/alt_route:", url_path="what-if")],
     "Reference": [st.Page("pages/price_books.py", title="Price books", icon=":material/sell:",
                           url_path="price-books")],
+    "Guardrails": [st.Page("pages/budgets.py", title="Budgets and alerts", icon=":material/savings:",
+                           url_path="budgets")],
 }
 
 page = st.navigation(PAGES)
 
-state = ui.ledger_state()
+state = ui.ledger_state(banner=False)  # each page shows the alerts banner itself
 ui.refuse_unknown_facts_layout(state)
 with st.sidebar:
     st.selectbox("Locale (money and numbers)", ui.locale_options(), key="locale",

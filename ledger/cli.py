@@ -80,6 +80,9 @@ COMMANDS: tuple[Lazy, ...] = (
     Lazy("dashboard", "ledger.dashboard.cli",
          "Serve the dashboards (unit economics, bill reconciliation, tenants, workload, sizing and budget, "
          "forecast vs actual, price books) over LEDGER_HOME / LEDGER_DATABASE_URL."),
+    Lazy("sync", "ledger.sync.cli",
+         "Read the live sources of a sync file (LiteLLM's database, a folder of bills) from their watermarks."),
+    Lazy("otlp", "ledger.sync.cli", "The OTLP/HTTP receiver: GenAI spans posted to /v1/traces, committed in micro-batches."),
 )
 
 _BY_NAME = {c.name: c for c in COMMANDS}

@@ -16,8 +16,10 @@ from datetime import datetime
 from decimal import Decimal, localcontext
 
 from .allocate import CATEGORIES, KINDS, VARIANCE, Allocation, Flag, Line, Tasks, Usage, period_label
+from .allocate.charges import ChargeShare
 from .instants import iso
 from .money import ZERO, fmt, quantize
+from .store.signoff import Closing
 
 BY = ("tenant", "product", "model")
 RATIO_EXP = Decimal("0.0001")
@@ -37,7 +39,9 @@ OWN_DEFINITION = ("a tenant's (or product's) own cost (its lines, with the idle 
 class RunInfo:
     """Where a report's numbers come from: run id, period ``[start, end)``, currency, price book
     versions, idle policy, basis, creation time, code version, inputs digest, notes, flags, and
-    the regions the priced usage ran in."""
+    the regions the priced usage ran in; `closing`, the close of the run's period when the run was
+    read from the store (:class:`ledger.store.Closing`: open, or closed and by whom, with its final
+    run), None for an allocation not stored."""
 
     run_id: str
     start: datetime
@@ -52,16 +56,20 @@ class RunInfo:
     notes: tuple[str, ...] = ()
     flags: tuple[Flag, ...] = ()
     regions: tuple[str, ...] = ()
+    closing: Closing | None = None
 
 
 @dataclass(frozen=True)
 class RunData:
-    """A run's `info`, `lines`, `usage` and `tasks`: what every report is computed from."""
+    """A run's `info`, `lines`, `usage` and `tasks`: what every report is computed from; and its
+    `charge_shares` (each tenant's part of each shared charge, with the charge's rule; empty for a
+    run made before runs recorded them)."""
 
     info: RunInfo
     lines: tuple[Line, ...]
     usage: tuple[Usage, ...]
     tasks: tuple[Tasks, ...]
+    charge_shares: tuple[ChargeShare, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,7 +166,8 @@ def run_data_of(allocation: Allocation, *, run_id: str, created_at: datetime | N
                    basis=allocation.policy.basis, created_at=created_at, code_version=code_version,
                    inputs_digest=inputs_digest, notes=allocation.notes, flags=allocation.flags,
                    regions=allocation.regions)
-    return RunData(info=info, lines=allocation.lines, usage=allocation.usage, tasks=allocation.tasks)
+    return RunData(info=info, lines=allocation.lines, usage=allocation.usage, tasks=allocation.tasks,
+                   charge_shares=allocation.charge_shares)
 
 
 def lines_frame(lines: Iterable[Line]):
@@ -324,5 +333,7 @@ def summary(allocation: Allocation, *, run_id: str, created_at: datetime | None 
                    "active_tokens": u.active_tokens, "failed_requests": u.failed_requests} for u in allocation.usage],
         "tasks": [{"tenant": t.tenant, "product": t.product, "success": t.success, "failure": t.failure,
                    "unknown": t.unknown, "criteria": list(t.criteria)} for t in allocation.tasks],
+        "charge_shares": [{"charge_id": c.charge_id, "category": c.category, "rule": c.rule, "tenant": c.tenant,
+                           "amount": fmt(c.amount)} for c in allocation.charge_shares],
         **({"true_up": allocation.true_up} if allocation.true_up is not None else {}),
     }

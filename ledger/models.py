@@ -172,6 +172,40 @@ class FxRateRow(SQLModel, table=True):
     effective_to: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
 
 
+class BudgetBookRow(SQLModel, table=True):
+    """One loaded version of a budgets book (guardrails, migration 0007); `content` is the TOML as
+    loaded (immutable, the source of truth), `digest` its SHA-256."""
+
+    __tablename__ = "budget_book"
+    __table_args__ = (sa.UniqueConstraint("name", "version", name="uq_budget_book_name_version"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, index=True)
+    version: str = Field(max_length=100)
+    currency: str = Field(max_length=3)
+    digest: str = Field(max_length=64)
+    path: str = Field(default="")
+    content: str = Field(sa_type=sa.Text)
+    loaded_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class BudgetEntryRow(SQLModel, table=True):
+    """A budget of a loaded budgets book, for queries: its scope (`tenant`, `product`, `model`, null
+    for any), `monthly` amount in `currency`, `owner`, and when it is in force (end exclusive)."""
+
+    __tablename__ = "budget_entry"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    book_id: int = Field(foreign_key="budget_book.id", index=True)
+    entry: int
+    tenant: Optional[str] = Field(default=None, max_length=200)
+    product: Optional[str] = Field(default=None, max_length=200)
+    model: Optional[str] = Field(default=None, max_length=200)
+    monthly: Decimal = Field(sa_type=Money)
+    currency: str = Field(max_length=3)
+    owner: str = Field(default="", max_length=200)
+    effective_from: datetime = Field(sa_type=UTCDateTime)
+    effective_to: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
 class IngestBatch(SQLModel, table=True):
     """One ingest invocation. `files` is JSON: [{path, sha256, rows}]. Facts of a batch are visible
     only once its row exists with status ``committed`` (the commit point of the batch)."""
@@ -191,6 +225,21 @@ class IngestBatch(SQLModel, table=True):
     as_adjustment: bool = False
 
 
+class SyncWatermark(SQLModel, table=True):
+    """Where a live source (``ledger sync``, ``ledger otlp serve``: migration 0005) was read up to.
+    `source` is the name the sync file gives it (the key), `kind` its kind (``litellm-postgres``,
+    ``bill-folder``, ``otlp``), `position` the JSON of how far it was read (its shape is the kind's:
+    docs/sync.md), `batch_id` the batch committed with it (null when the run added no row),
+    `updated_at` when it moved. Written in the transaction of the batch it describes."""
+
+    __tablename__ = "sync_watermark"
+    source: str = Field(primary_key=True, max_length=200)
+    kind: str = Field(max_length=40)
+    position: str = Field(default="{}", sa_type=sa.Text)
+    batch_id: Optional[str] = Field(default=None, max_length=40)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
 class Period(SQLModel, table=True):
     """An accounting period ``[start, end)`` in UTC, named ``YYYY-MM``; `status` open or closed."""
 
@@ -200,6 +249,23 @@ class Period(SQLModel, table=True):
     end: datetime = Field(sa_type=UTCDateTime)
     status: str = Field(default="open", max_length=10)
     closed_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
+class SignOff(SQLModel, table=True):
+    """A closed period's sign-off (migration 0004): who closed it (`signed_by`), when (`signed_at`,
+    UTC, whole seconds), why (`note`, may be empty), and the run signed as final (`run_id`) with its
+    `total` in `currency` and its `inputs_digest` as they were at the close. One per period (the
+    key), written once and never changed: triggers refuse an UPDATE or DELETE."""
+
+    __tablename__ = "period_signoff"
+    period: str = Field(primary_key=True, foreign_key="period.name", max_length=7)
+    signed_by: str = Field(max_length=200)
+    signed_at: datetime = Field(sa_type=UTCDateTime)
+    note: str = Field(default="", sa_type=sa.Text)
+    run_id: str = Field(foreign_key="allocation_run.id", max_length=40)
+    total: Decimal = Field(sa_type=Money)
+    currency: str = Field(max_length=3)
+    inputs_digest: str = Field(max_length=64)
 
 
 class AllocationRun(SQLModel, table=True):
@@ -235,6 +301,58 @@ class AllocationLine(SQLModel, table=True):
                       sa.CheckConstraint(one_of("category", Category), name="ck_allocation_line_category"))
     id: Optional[int] = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="allocation_run.id", index=True, max_length=40)
+    day: date
+    kind: str = Field(max_length=20)
+    tenant: Optional[str] = Field(default=None, max_length=200)
+    product: Optional[str] = Field(default=None, max_length=200)
+    model: Optional[str] = Field(default=None, max_length=200)
+    pool: Optional[str] = Field(default=None, max_length=200)
+    provider: Optional[str] = Field(default=None, max_length=200)
+    category: str = Field(max_length=30)
+    work: str = Field(max_length=10)
+    shared_from: Optional[str] = Field(default=None, max_length=20)
+    quantity: Decimal = Field(sa_type=Money)
+    unit: str = Field(max_length=50)
+    amount: Decimal = Field(sa_type=Money)
+    currency: str = Field(max_length=3)
+
+
+class ScenarioRun(SQLModel, table=True):
+    """A what-if scenario's result (migration 0006, ``ledger whatif``), stored apart from the runs:
+    never a period's run, never its current run. `name`, `period` (``YYYY-MM``) and its bounds, the
+    actual run it was set beside (`run_id`), `currency`, `actual_total` and `scenario_total`,
+    `status` (VERDICT, DRAFT, or ``-`` when nothing was sized), the scenario file's `scenario_digest`
+    and `scenario_text`, the `price_books` it priced with (JSON), the ``whatif --json`` document
+    (`summary`) and the `code_version`."""
+
+    __tablename__ = "scenario_run"
+    id: str = Field(primary_key=True, max_length=40)
+    name: str = Field(max_length=200)
+    period: str = Field(max_length=7, index=True)
+    period_start: datetime = Field(sa_type=UTCDateTime)
+    period_end: datetime = Field(sa_type=UTCDateTime)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    run_id: str = Field(foreign_key="allocation_run.id", max_length=40)
+    currency: str = Field(max_length=3)
+    actual_total: Decimal = Field(sa_type=Money)
+    scenario_total: Decimal = Field(sa_type=Money)
+    status: str = Field(max_length=10)
+    scenario_digest: str = Field(max_length=64)
+    scenario_text: str = Field(default="", sa_type=sa.Text)
+    price_books: str = Field(default="[]", sa_type=sa.Text)
+    summary: str = Field(default="{}", sa_type=sa.Text)
+    code_version: str = Field(max_length=40)
+
+
+class ScenarioLine(SQLModel, table=True):
+    """One line of a scenario's allocation: the columns of :class:`AllocationLine`, under its
+    `scenario_id` (kind and category CHECKed the same way)."""
+
+    __tablename__ = "scenario_line"
+    __table_args__ = (sa.CheckConstraint(one_of("kind", LineKind), name="ck_scenario_line_kind"),
+                      sa.CheckConstraint(one_of("category", Category), name="ck_scenario_line_category"))
+    id: Optional[int] = Field(default=None, primary_key=True)
+    scenario_id: str = Field(foreign_key="scenario_run.id", index=True, max_length=40)
     day: date
     kind: str = Field(max_length=20)
     tenant: Optional[str] = Field(default=None, max_length=200)

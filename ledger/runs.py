@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from sqlmodel import Session, select
 
 from . import __version__, config, facts, store
 from .allocate import Allocation, Flag, Line, Policy, Tasks, Usage, allocate
+from .allocate.charges import ChargeShare
 from .allocate.engines import Engine
 from .economics import Report, RunData, RunInfo, summary, unit_economics
 from .errors import LedgerError
@@ -69,12 +71,15 @@ def allocate_period(s: Session, *, start: datetime, end: datetime, policy: Polic
     the run. With a `bill_map`, the run is a true-up (``allocate --true-up``): the period's bill
     placed by the map, each resource's variance booked as variance lines (:mod:`ledger.reconcile`);
     it refuses a map rule naming a pool or provider the ledger does not know, and a bill covering a
-    resource's hours in part unless `allow_partial_bill`.
+    resource's hours in part unless `allow_partial_bill`. A signed month is refused unless the run
+    is a true-up (:func:`refuse_signed`).
     `engine` runs the per-request work (default DuckDB; ``ledger.allocate.spark.SparkEngine``).
     The facts are those of the ledger home `home` (its folder; default the configured one, resolved
     here once and passed down).
     Raises :class:`~ledger.allocate.AllocationError` (nothing written), ReconcileError or RunError."""
     home = config.ledger_home() if home is None else home
+    if bill_map is None:
+        refuse_signed(s, start=start, end=end)
     books = store.books_from_store(s)
     if not books:
         raise RunError("no price books are loaded: run `ledger pricebook load`")
@@ -130,11 +135,13 @@ def write_run(s: Session, *, allocation: Allocation, inputs_digest: str, code_ve
 
 @dataclass(frozen=True)
 class StoredRun:
-    """A run as read back: the `run` row, its `lines`, and the `summary` document (with usage and tasks)."""
+    """A run as read back: the `run` row, its `lines`, the `summary` document (with usage and tasks),
+    and the `closing` of its period (open, or closed and signed: :class:`ledger.store.Closing`)."""
 
     run: AllocationRun
     lines: tuple[Line, ...]
     summary: dict
+    closing: store.Closing | None = None
 
     @property
     def usage(self) -> tuple[Usage, ...]:
@@ -155,10 +162,52 @@ def list_runs(s: Session, *, start: datetime | None = None, end: datetime | None
     return list(s.exec(q.order_by(AllocationRun.created_at.desc(), AllocationRun.id.desc())))
 
 
+def _signed(s: Session, start: datetime, end: datetime) -> store.Closing | None:
+    """The sign-off of ``[start, end)`` when it is a signed month, else None."""
+    name = store.month_of(start)
+    try:
+        if store.month_bounds(name) != (start, end):
+            return None
+    except store.StoreError:
+        return None
+    closing = store.closing(s, name)
+    return closing if closing.signed else None
+
+
 def current_run(s: Session, *, start: datetime, end: datetime) -> AllocationRun | None:
-    """The newest run of exactly the period ``[start, end)``, or None."""
+    """The run reports read for exactly the period ``[start, end)``: the final run of a signed
+    month (it never changes, whatever runs come after it: a true-up after close is listed beside
+    it), else the newest run; None when there is none."""
+    signed = _signed(s, start, end)
+    if signed is not None:
+        return get_run(s, signed.final_run)
     runs = list_runs(s, start=start, end=end)
     return runs[0] if runs else None
+
+
+def is_true_up(run: AllocationRun) -> bool:
+    """Whether the run is a true-up (``allocate --true-up``: its summary has a ``true_up`` part)."""
+    return bool(json.loads(run.summary).get("true_up"))
+
+
+def run_roles(runs: Sequence[AllocationRun], closings: dict[str, store.Closing]) -> dict[str, str]:
+    """What each run is in its period, by run id: ``final`` (the run a sign-off names), ``after
+    close`` (made after its period was signed: a true-up), ``superseded`` (any other run of a signed
+    period), ``current`` (the newest run of a period not signed) or ``""`` (an older run of such a
+    period). `closings` by month name (:func:`ledger.store.closings`)."""
+    roles: dict[str, str] = {}
+    seen: set[tuple[datetime, datetime]] = set()
+    for r in sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True):
+        c = closings.get(store.month_of(r.period_start))
+        month = c is not None and store.month_bounds(c.period) == (r.period_start, r.period_end)
+        if month and c.signed:
+            roles[r.id] = ("final" if r.id == c.final_run else
+                           "after close" if r.created_at > c.closed_at else "superseded")
+        else:
+            key = (r.period_start, r.period_end)
+            roles[r.id] = "" if key in seen else "current"
+            seen.add(key)
+    return roles
 
 
 def get_run(s: Session, run_id: str) -> AllocationRun:
@@ -188,7 +237,14 @@ def load_run(s: Session, *, run_id: str | None = None, start: datetime | None = 
         run = current_run(s, start=start, end=end)
         if run is None:
             raise RunError(f"no allocation run for {start.isoformat()} to {end.isoformat()}: run `ledger allocate`")
-    return StoredRun(run=run, lines=run_lines(s, run.id), summary=json.loads(run.summary))
+    return StoredRun(run=run, lines=run_lines(s, run.id), summary=json.loads(run.summary),
+                     closing=closing_of(s, run))
+
+
+def closing_of(s: Session, run: AllocationRun) -> store.Closing | None:
+    """The close of the run's period when it is a calendar month (a sign-off is of a month), else None."""
+    name = store.month_of(run.period_start)
+    return store.closing(s, name) if store.month_bounds(name) == (run.period_start, run.period_end) else None
 
 
 def run_data_of_stored(stored) -> RunData:
@@ -199,8 +255,11 @@ def run_data_of_stored(stored) -> RunData:
     info = RunInfo(run_id=run.id, start=run.period_start, end=run.period_end, currency=run.currency,
                    price_books=tuple(json.loads(run.price_books)), idle_policy=run.idle_policy, basis=run.basis,
                    created_at=run.created_at, code_version=run.code_version, inputs_digest=run.inputs_digest,
-                   notes=tuple(doc.get("notes", [])), flags=flags, regions=tuple(doc.get("regions", [])))
-    return RunData(info=info, lines=stored.lines, usage=stored.usage, tasks=stored.tasks)
+                   notes=tuple(doc.get("notes", [])), flags=flags, regions=tuple(doc.get("regions", [])),
+                   closing=getattr(stored, "closing", None))
+    shares = tuple(ChargeShare(charge_id=c["charge_id"], category=c["category"], rule=c["rule"], tenant=c["tenant"],
+                               amount=Decimal(c["amount"])) for c in doc.get("charge_shares", []))
+    return RunData(info=info, lines=stored.lines, usage=stored.usage, tasks=stored.tasks, charge_shares=shares)
 
 
 def load_report(s, *, by: str = "tenant", tenants: Sequence[str] | None = None, run_id: str | None = None,
@@ -212,11 +271,32 @@ def load_report(s, *, by: str = "tenant", tenants: Sequence[str] | None = None, 
 
 
 
-def close(s: Session, *, period: str) -> tuple[bool, AllocationRun | None]:
-    """Close a month (ingest into it is refused from now on); returns (newly closed, its current run)."""
+def close(s: Session, *, period: str, by: str, note: str = "") -> tuple[store.Closing, AllocationRun]:
+    """Close a month and sign it off (ingest into it is refused from now on): `by` signs the
+    period's current run as final, with `note` (:func:`ledger.store.sign_off`). Returns the close
+    and the final run. RunError when the month has no run (a sign-off signs a run: allocate it
+    first); StoreError when it is signed already (a sign-off is never changed) or `by` is not a
+    name. Nothing is written when it refuses."""
     start, end = store.month_bounds(period)
-    newly = store.close_period(s, name=period)
-    return newly, current_run(s, start=start, end=end)
+    signed = _signed(s, start, end)
+    if signed is not None:
+        store.sign_off(s, name=period, by=by, note=note, run=get_run(s, signed.final_run))  # refuses, says why
+    run = current_run(s, start=start, end=end)
+    if run is None:
+        raise RunError(f"period {period} has no allocation run: a sign-off signs the run of its month, so "
+                       f"allocate it first (`ledger allocate --period {period}`), check it, then close it")
+    return store.sign_off(s, name=period, by=by, note=note, run=run), run
+
+
+def refuse_signed(s: Session, *, start: datetime, end: datetime) -> None:
+    """RunError when ``[start, end)`` is a signed month: its final run does not change, so a new
+    run of it is refused (late usage is booked into an open month as adjustments; a difference
+    with the bill is a true-up run, which is allowed and listed beside the final run)."""
+    signed = _signed(s, start, end)
+    if signed is not None:
+        raise RunError(f"period {signed.period} is {signed.text}: a signed month's final run does not change, so "
+                       "it is not allocated again (late usage is booked into an open month as adjustments; a "
+                       "difference with the cloud bill is a true-up run, listed beside the final run)")
 
 
 def load_summary(run: AllocationRun) -> dict:

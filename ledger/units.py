@@ -90,3 +90,45 @@ def convert(quantity: Decimal, from_expr: str, to_expr: str, exp: Decimal | None
     """Convert a Decimal quantity between units; rounded explicitly to `exp` when given."""
     v = quantity * factor(from_expr, to_expr)
     return quantize(v, exp) if exp is not None else v
+
+
+#: How people name a unit (the prose of tables and sentences): GPU in capitals.
+_SPOKEN = {"gpu": "GPU"}
+#: Units counted in the plural after a scale ("1M tokens"); abbreviations (GB, GiB, s) stay as they are.
+_COUNTED = frozenset({"token", "request", "call", "span", "event", "image", "character", "second", "minute", "hour",
+                      "day", "month", "year", "gpu"})
+_SCALES = ((Decimal(10) ** 12, "T"), (Decimal(10) ** 9, "B"), (Decimal(10) ** 6, "M"), (Decimal(10) ** 3, "K"))
+
+
+def prose(expr: str) -> str:
+    """A unit expression as people read it, for tables and sentences (never for JSON, CSV or
+    stored values, which keep the expression as written): ``gpu * hour`` is ``GPU-hour``,
+    ``1e6 * token`` is ``1M tokens``, ``GiB * day`` is ``GiB-day``, ``1000 * request`` is ``1K
+    requests``. A product of a scale and names only; anything else (a division, a power) is given
+    back as it is written."""
+    if not isinstance(expr, str) or not expr.strip() or any(c in expr for c in "/^()"):
+        return expr
+    scale, names = Decimal(1), []
+    for part in (p.strip() for p in expr.split("*")):
+        if not part:
+            return expr
+        try:
+            scale *= Decimal(part.replace("_", ""))
+            continue
+        except ArithmeticError:
+            pass
+        if not part.replace("_", "").isalnum():
+            return expr
+        names.append(part)
+    if not names:
+        return expr
+    words = [_SPOKEN.get(n, n) for n in names]
+    if scale == 1:
+        return "-".join(words)
+    last = names[-1]
+    words[-1] = words[-1] + ("s" if last in _COUNTED else "")
+    text = "-".join(words)
+    for size, letter in _SCALES:
+        if scale >= size and scale % size == 0:
+            return f"{scale // size:,}{letter} {text}"
+    return f"{scale.normalize():,f} {text}"

@@ -118,6 +118,23 @@ return out;
 """
 
 
+#: Every shown metric whose label or value is cut (ends in "…" or is clipped by its box): [key, text].
+CUT_METRICS_JS = r"""
+const out = [];
+for (const m of document.querySelectorAll('[data-testid="stMetricLabel"], [data-testid="stMetricValue"]')) {
+  if (!(m.getClientRects().length > 0) || m.closest('details:not([open])')) continue;
+  const cut = [m, ...m.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1 &&
+                                                     getComputedStyle(e).overflow !== 'visible');
+  const box = m.getBoundingClientRect(), card = m.closest('[data-testid="stMetric"]').getBoundingClientRect();
+  if (cut || box.right > card.right + 1) {
+    const holder = m.closest('[class*="st-key-"]');
+    out.push([holder ? [...holder.classList].find(c => c.startsWith('st-key-')).slice(7) : '', m.textContent.trim()]);
+  }
+}
+return out;
+"""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -243,6 +260,11 @@ def grids(driver, timeout: float = 30) -> list[dict]:
 def cut_inputs(driver) -> list[str]:
     """The inputs whose value does not fit their box (``on_dema…``), one line each."""
     return [f"input {label!r} cuts {value!r}" for label, value in driver.execute_script(CUT_INPUTS_JS)]
+
+
+def cut_metrics(driver) -> list[str]:
+    """The metric tiles whose label or value does not show whole, one line each."""
+    return [f"metric in {key or '(no key)'} cuts {text!r}" for key, text in driver.execute_script(CUT_METRICS_JS)]
 
 
 def clipped(found: list[dict]) -> list[str]:

@@ -88,6 +88,14 @@ def assert_shows(text: str, exact: str | Decimal | int) -> None:
     assert value == want, f"shows {text!r}, the CLI says {exact} (rounded: {want})"
 
 
+def assert_near(text: str, exact: str | Decimal | int) -> None:
+    """`text` is the exact decimal `exact` display-rounded (docs/exports.md, "Display rounding"):
+    within one unit of the last decimal shown, two for a cell given its column's total from above."""
+    value = shown(text)
+    unit = Decimal(1).scaleb(value.as_tuple().exponent)
+    assert abs(value - Decimal(exact)) < 2 * unit, f"shows {text!r}, the CLI says {exact}"
+
+
 def decimals(text: str) -> int:
     """How many decimals a number is shown with (``$0.096655`` -> 6, ``$31.18`` -> 2, ``30,098`` -> 0)."""
     return max(0, -shown(text).as_tuple().exponent) - (2 if text.endswith("%") else 0)

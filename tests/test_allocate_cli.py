@@ -189,9 +189,11 @@ def test_missing_price_fails_the_run_and_writes_nothing(ledger, tmp_path):
 
 def test_runs_close_and_errors(ledger):
     assert "no allocation run" in cli_fails("report", "unit-economics", "--period", "2026-10")
-    assert "period 2026-10 closed; it has no allocation run yet" in flat(cli("close", "--period", "2026-10"))
+    assert "period 2026-10 has no allocation run: a sign-off signs the run of its month" in \
+        flat(cli_fails("close", "--period", "2026-10", "--by", "Dana Reyes"))
     run = json.loads(cli("allocate", "--period", "2026-10", "--json"))["run_id"]
-    assert f"already closed; its current run is {run}" in flat(cli("close", "--period", "2026-10"))
+    assert f"final run {run} (total 338.900000 USD" in flat(cli("close", "--period", "2026-10", "--by", "Dana Reyes"))
+    assert "a sign-off is never changed" in flat(cli_fails("close", "--period", "2026-10", "--by", "Eve"))
     with store.session() as s:
         assert store.closed_periods(s) == ["2026-10"]
     assert run in flat(cli("runs", "--period", "2026-10"))

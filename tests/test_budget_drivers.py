@@ -305,3 +305,53 @@ def test_budget_compare_splits_the_demo_month(ledger_home, tmp_path):
     assert r.exit_code == 0 and "why the forecast missed" in r.stdout and "61.92" in r.stdout
     bad = runner.invoke(app, ["budget", "compare", str(plan), "--period", "2026-10", "--percentile", "p42"])
     assert bad.exit_code == 1 and bad.stderr.strip() == "--percentile 'p42': expected one of p50, p95, p99, max, mean"
+
+
+def _text(renderable, width=200) -> str:
+    from rich.console import Console
+
+    con = Console(width=width, record=True, file=io.StringIO())
+    con.print(renderable)
+    return con.export_text()
+
+
+def test_the_text_names_the_gpus_as_the_json_does():
+    # Issue 28: the text said "GPUs at the actual traffic" beside the GPUs at the actual TPM (JSON
+    # `gpus`) while JSON's `gpus_at_traffic` is the traffic step's. pool chat: 2 planned, 3 at the
+    # actual traffic (2 x the requests at the planned 100 tokens), 4 at the actual TPM (27,000).
+    from ledger.budget.render import drivers_as_json, drivers_notes
+
+    b, index = _budget()
+    c, items, _ = _split(b, index, _actuals())
+    measures = {x["key"]: x["measures"] for x in drivers_as_json(c.drivers)["items"]}["chat"]
+    assert (measures["gpus"], measures["gpus_at_traffic"]) == ({"planned": 2, "actual": 4},
+                                                               {"planned": 2, "actual": 3})
+    chat = next(n.plain for n in drivers_notes(c.drivers) if n.plain.startswith("chat:"))
+    assert (f"GPUs {measures['gpus']['planned']} planned, {measures['gpus_at_traffic']['actual']} at the actual "
+            f"traffic") in chat
+    assert f"{measures['gpus']['actual']} at the actual TPM" in chat
+
+
+def test_printed_drivers_add_up_to_the_printed_error_of_the_printed_totals():
+    from ledger.budget.render import comparison_as_table, drivers_as_table
+
+    b, index = _budget()
+    # fractions of a cent everywhere: the run's lines at odd micro-amounts
+    lines = [line("gpu", "6552.004999", pool="chat"), line("provider_tokens", "38.405001", provider="openai",
+                                                           model="gpt-5"),
+             line("engineering_ops", "1100.003333"), line("storage", "50.006667"), line("gpu", "200.000001",
+                                                                                      pool="batch")]
+    c, _, _ = _split(b, index, _actuals(), lines)
+    table = _text(comparison_as_table(c))
+    total = next(ln for ln in table.splitlines() if "│ total" in ln)
+    forecast, actual, error = (D(x.replace(",", "")) for x in total.split("│")[3:6])
+    assert actual - forecast == error
+    drivers = _text(drivers_as_table(c.drivers, "USD"))
+    rows = {ln.split("│")[1].strip(): [D(x.strip().replace(",", "")) for x in ln.split("│")[2:-1]]
+            for ln in drivers.splitlines() if ln.startswith("│")}
+    assert rows["error"][-1] == error  # the total column's error is the comparison's printed error
+    named = [rows[n.replace("_", " ")] for n in DRIVERS]
+    for j, err in enumerate(rows["error"]):  # every column adds up to its printed error
+        assert sum(r[j] for r in named) == err
+    for r in [rows["error"], *named]:  # every row to its printed total
+        assert sum(r[:-1]) == r[-1]

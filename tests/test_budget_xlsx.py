@@ -67,6 +67,9 @@ def test_budget_json_and_workbook_recalculated_by_libreoffice(plan_files, tmp_pa
         scenario, month = row[0], row[1]
         if month == "all months":
             expect = doc["totals"][scenario]
+        elif "Q" in month:  # a quarter's live SUM of its months: October and November of 2026-Q4
+            assert month == "2026-Q4 (2 of 3 months)"
+            expect = next(q for q in doc["quarters"] if (q["scenario"], q["quarter"]) == (scenario, "2026-Q4"))
         else:
             expect = rows[(scenario, month)]
         for cat in CATEGORIES:
@@ -74,7 +77,7 @@ def test_budget_json_and_workbook_recalculated_by_libreoffice(plan_files, tmp_pa
             assert abs(D(str(got)) - D(expect["by_category"][cat])) < D("0.000001"), (scenario, month, cat, got)
         assert abs(D(str(row[header.index("total")])) - D(expect["total"])) < D("0.000001")
         seen += 1
-    assert seen == 2 * 2 + 2  # base and worst x 2 months, plus one all-months row each
+    assert seen == 2 * 2 + 2 + 2  # base and worst x 2 months, a quarter row and an all-months row each
 
 
 def test_changing_a_price_in_the_workbook_updates_the_totals(plan_files, tmp_path):
@@ -143,12 +146,14 @@ def test_csv_and_table_outputs(plan_files):
     assert lines[0].startswith('"plan","currency","status","scenario","month","gpu","provider_tokens",')
     assert lines[1].startswith('"fixture-plan","USD","VERDICT","base","2026-10","15816.000000","180.000000",'
                                '"1040.000000",')
-    assert len(lines) == 1 + 4
+    assert len(lines) == 1 + 4 + 2  # 2 scenarios x 2 months, then each scenario's 2026-Q4 subtotal
     r = _run("budget", str(plan), "--pricebooks", str(books), "--scenario", "worst")
     assert r.exit_code == 0, r.output
     # worst October, hand-worked in test_budget: gpu 29,462.40 + 2,059.20, tokens 367.125, tool 1,365.00,
-    # egress 159.450661, on-call 1,000.00 = 34,413.175661; p1 needs 18 GPUs in October, 24 in November
-    assert "│ 2026-10 │ 34,413.18 │" in r.stdout
+    # egress 159.450661, on-call 1,000.00 = 34,413.175661; p1 needs 18 GPUs in October, 24 in November.
+    # Printed 34,413.17 (display rounding, docs/exports.md): the two months add up to their printed
+    # total 96,787.25, and November's remainder of a cent is the larger, so November takes the cent
+    assert "│ 2026-10 │ 34,413.17 │" in r.stdout and "│ total   │ 96,787.25 │" in r.stdout
     assert "│ 2026-10 │ 18 │  2 │" in r.stdout and "│ 2026-11 │ 24 │  2 │" in r.stdout
     assert "worst" in r.stdout and "base" not in r.stdout
 

@@ -343,7 +343,10 @@ def test_unknown_names_are_refused_at_their_first_row(ledger_home, tmp_path):
 
 
 def test_a_closed_month_is_refused_at_its_first_row_with_the_way_out_of_the_kind(ledger_home, tmp_path):
-    ok("close", "--period", "2026-09")
+    from ledger import store
+
+    with store.session() as s:  # closed without a run (a sign-off needs one): the ingest's refusal is the point
+        store.close_period(s, name="2026-09")
     fleet = write(tmp_path / "fleet.csv", "interval_id,pool,start,end,device,gpus,region,purchase_option,role\n"
                   "i1,p,2026-10-01T00:00:00Z,2026-10-02T00:00:00Z,H100-SXM-80GB,1,us-east-1,on_demand,serving\n"
                   "i2,p,2026-09-30T00:00:00Z,2026-10-01T00:00:00Z,H100-SXM-80GB,1,us-east-1,on_demand,serving\n")

@@ -14,7 +14,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
-from dashboard_support import APP, PERIOD, PLAN, ROOT, assert_shows, cli, decimals, demo_month, metrics, page, shown, table
+from dashboard_support import (APP, PERIOD, PLAN, ROOT, assert_near, assert_shows, cli, decimals, demo_month, metrics,
+                               page, shown, table)
 from typer.testing import CliRunner
 
 from ledger.formats import UNIT_COST_PLACES
@@ -186,6 +187,30 @@ def test_period_and_run_selectors_and_provenance_name_the_run(demo):
     assert prov["period (UTC, end exclusive)"] == f"{rep['period']['start']} to {rep['period']['end']}"
     keys = {b.key for b in at.get_by_key("ue_downloads").download_button}
     assert keys == {"ue_xlsx", "ue_csv", "ue_report_csv"}
+
+
+def test_the_period_close_is_said_under_the_run_picker_open_then_signed(demo, tmp_path, monkeypatch):
+    """Issue 28 item 1: every run page says the period's close, "open" or "closed by NAME at T, final run R"."""
+    import shutil
+
+    from ledger import store
+    from ledger.cli import app
+
+    captions = [c.value for c in page("pages/tenants.py").caption]
+    assert f"Period {PERIOD}: open" in captions
+    home = tmp_path / "home"
+    shutil.copytree(demo, home)
+    monkeypatch.setenv("LEDGER_HOME", str(home))
+    result = CliRunner().invoke(app, ["close", "--period", PERIOD, "--by", "Dana Reyes"],
+                                env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code == 0, result.output
+    store.dispose_engines()
+    [run] = [r for r in cli(home, "runs") if r["period"]["start"].startswith(PERIOD)]
+    assert run["role"] == "final" and run["close"]["text"].startswith("closed by Dana Reyes at ")
+    for path in ("pages/unit_economics.py", "pages/tenants.py", "pages/forecast_actual.py"):  # (reconcile: a map first)
+        at = page(path)
+        assert f"Period {PERIOD}: {run['close']['text']}" in [c.value for c in at.caption], path
+    store.dispose_engines()
 
 
 def test_a_superseded_run_can_be_picked_and_shows_its_own_numbers(demo, tmp_path, monkeypatch):
@@ -574,17 +599,37 @@ def test_forecast_vs_actual_is_the_cli_comparison(demo):
     tiles = metrics(at, "fa_tiles")
     assert_shows(tiles["Forecast"], doc["total"]["forecast"])
     assert_shows(tiles["Actual"], doc["total"]["actual"])
-    assert_shows(tiles["Error (actual − forecast)"], doc["total"]["error"])
+    # the error shown is the shown actual - the shown forecast (display rounding): 2,363.35, not 2,363.34
+    assert shown(tiles["Error (actual − forecast)"]) == shown(tiles["Actual"]) - shown(tiles["Forecast"])
     assert_shows(tiles["Error relative to forecast"], doc["total"]["relative_error"])
     frame = table(at, "fa_categories")
-    for row, want in zip(frame.to_dict("records"), doc["categories"], strict=True):
+    rows = frame.to_dict("records")
+    for row, want in zip(rows, [*doc["categories"], {**doc["total"], "key": "total"}], strict=True):
         assert row["category"] == want["key"].replace("_", " ")
-        assert_shows(row["forecast"], want["forecast"])
-        assert_shows(row["actual"], want["actual"])
+        assert_near(row["forecast"], want["forecast"])
+        assert_near(row["actual"], want["actual"])
+        assert shown(row["error"]) == shown(row["actual"]) - shown(row["forecast"])
         if want["relative_error"] is None:
             assert row["error %"].startswith("undefined")
         else:
             assert_shows(row["error %"], want["relative_error"])
+    for col in ("forecast", "actual", "error"):  # the totals row: the categories add up to it as shown
+        assert sum(shown(r[col]) for r in rows[:-1]) == shown(rows[-1][col])
+    assert rows[-1]["actual"] == tiles["Actual"] and rows[-1]["error"] == tiles["Error (actual − forecast)"]
+    # why the forecast missed: the CLI's drivers table, cell for cell (both display-rounded)
+    from ledger.cli import app
+
+    text = CliRunner().invoke(app, ["budget", "compare", str(PLAN), "--period", PERIOD], terminal_width=250,
+                              env={"LEDGER_HOME": str(demo), "LEDGER_DATABASE_URL": None}).stdout
+    printed = {ln.split("│")[1].strip(): [c.strip().lstrip("+") for c in ln.split("│")[2:-1]]
+               for ln in text.splitlines() if ln.startswith("│") and len(ln.split("│")) > 3}
+    drivers = table(at, "fa_drivers")
+    assert list(drivers.columns) == ["driver", *(i["key"] for i in doc["drivers"]["items"]), "other", "total"]
+    for r in drivers.to_dict("records"):
+        assert [str(shown(r[c])) for c in drivers.columns[1:]] == \
+            [str(shown("$" + v)) for v in printed[r["driver"]]], r["driver"]
+    notes = [c.value for c in at.get_by_key("fa_drivers_notes").caption]
+    assert any(n.startswith("h200-code: TPM") and "at the actual traffic" in n for n in notes)
     pools = table(at, "fa_pools")
     assert [r["pool"] for r in pools.to_dict("records")] == [p["key"].replace("_", " ") for p in doc["pools"]]
     # the demo's plan names the demo's pools, models and categories: the page says they all match

@@ -1,7 +1,8 @@
-"""The dashboard in a real browser at 1400 x 1000: `ledger dashboard` serves the demo month (with the
+"""The dashboard in a real browser at 1400 x 1000 and at 1024 x 768: `ledger dashboard` serves the demo month (with the
 sample bill of tests/data/bills and its map) on a free loopback port, and headless Chromium (Selenium,
-Debian's chromium and chromium-driver) opens every page. On each page, in each of its tabs, every
-table must show every column whole and every input its whole value (measured in the DOM:
+Debian's chromium and chromium-driver) opens every page at both widths. On each page, in each of its
+tabs, every table must show every column whole, every input its whole value and every metric tile
+its whole label and value (measured in the DOM:
 tests/dashboard_browser.py), no exception
 box may appear, the Deploy button is gone, and the headline number is the CLI's for the same run,
 plan or date.
@@ -23,8 +24,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
-from dashboard_browser import (chromium, clipped, cut_inputs, dashboard, exceptions, grids, open_page, settle,
-                               wait_drawn)
+from dashboard_browser import (chromium, clipped, cut_inputs, cut_metrics, dashboard, exceptions, grids, open_page,
+                               settle, wait_drawn)
 from dashboard_support import PERIOD, ROOT, cli, demo_month
 
 pytestmark = pytest.mark.browser
@@ -130,6 +131,10 @@ def _forecast(home: Path) -> str:
     return usd(cli(home, "budget", "compare", str(_plan()), "--period", PERIOD)["total"]["forecast"])
 
 
+def _trend(home: Path) -> str:
+    return usd(cli(home, "report", "trend", "--from", "2026-08", "--to", PERIOD)["months"][-1]["total"])
+
+
 def _price_books(home: Path) -> str:
     today = datetime.now(timezone.utc).date().isoformat()
     return f"{len(cli(home, 'pricebook', 'show', '--at', today)['prices']):,}"
@@ -139,6 +144,7 @@ def _price_books(home: Path) -> str:
 PAGES = [("unit-economics", "", "Unit economics", "ue_tiles", _unit_economics),
          ("reconcile", "reconcile", "Bill reconciliation", "rc_tiles", _reconcile),
          ("tenants", "tenants", "Tenants side by side", "tn_cards", _tenants),
+         ("trend", "trend", "Trend", "tr_tiles", _trend),
          ("workload", "workload", "Workload", "wl_tiles", _workload),
          ("sizing-budget", "sizing-budget", "Sizing and budget", "sz_tiles", _sizing),
          ("forecast-vs-actual", "forecast-vs-actual", "Forecast vs actual", "fa_tiles", _forecast),
@@ -161,7 +167,7 @@ def every_table_whole(driver, name: str) -> int:
                 driver.execute_script("arguments[0].click()", summary)
         found = grids(driver)
         assert found, f"{name}, tab {i + 1}: no table found"
-        problems = clipped(found) + cut_inputs(driver)
+        problems = clipped(found) + cut_inputs(driver) + cut_metrics(driver)
         assert not problems, f"{name}, tab {i + 1}: " + "; ".join(problems)
         assert not exceptions(driver), f"{name}, tab {i + 1}: exception box: {exceptions(driver)}"
         measured += len(found)
@@ -169,16 +175,25 @@ def every_table_whole(driver, name: str) -> int:
     return measured
 
 
+#: The window sizes every page is checked at: a laptop's 1400 px and a 1024 x 768 screen.
+SIZES = ((1400, 1000), (1024, 768))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}px" for w, _ in SIZES])
 @pytest.mark.parametrize(("name", "path", "title", "key", "expected"), PAGES, ids=[p[0] for p in PAGES])
-def test_page_at_1400_shows_every_column_and_the_cli_headline(server, browser, demo_home, name, path, title, key,
-                                                              expected):
+def test_page_shows_every_column_label_and_the_cli_headline(server, browser, demo_home, name, path, title, key,
+                                                            expected, size):
     from selenium.webdriver.common.by import By
 
+    width, height = size
+    browser.set_window_size(width, height)
+    wide = width == SIZES[0][0]
     first = open_page(browser, f"{server}/{path}", title, key)
-    TIMES[name] = {"first_load_s": round(first, 3)}
-    print(f"\n{name}: first load {first:.2f} s")
+    if wide:
+        TIMES[name] = {"first_load_s": round(first, 3)}
+        print(f"\n{name}: first load {first:.2f} s")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    browser.save_screenshot(str(SCREENSHOTS / (f"{name}.png" if wide else f"{name}-{width}.png")))
     assert not exceptions(browser), f"{name}: exception box: {exceptions(browser)}"
     dialogs = [d.text.split("\n")[0] for d in browser.find_elements(By.CSS_SELECTOR, "[role='dialog']")]
     if FIRST_SESSION and dialogs == ["Page not found"]:
@@ -189,16 +204,20 @@ def test_page_at_1400_shows_every_column_and_the_cli_headline(server, browser, d
     FIRST_SESSION.clear()
     assert not dialogs, f"{name}: a dialog is open: {dialogs}"
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid='stAppDeployButton']"), "the Deploy button shows"
-    assert browser.execute_script("return [window.innerWidth, window.innerHeight]")[0] == 1400
+    assert browser.execute_script("return [window.innerWidth, window.innerHeight]")[0] == width
     values = [e.get_attribute("textContent").strip()
               for e in browser.find_elements(By.CSS_SELECTOR, f".st-key-{key} [data-testid='stMetricValue']")]
     assert values and values[0] == expected(demo_home), f"{name}: headline {values[:1]!r}"
-    TIMES[name]["tables_measured"] = every_table_whole(browser, name)
+    measured = every_table_whole(browser, f"{name} at {width} px")
+    if wide:
+        TIMES[name]["tables_measured"] = measured
     if name == "sizing-budget":  # the budget tab (open now): its base scenario's total, as `ledger budget`
         base = [e.get_attribute("textContent") for e in
                 browser.find_elements(By.CSS_SELECTOR, ".st-key-bg_tiles [data-testid='stMetric']")]
         want = cli(demo_home, "budget", str(_plan()))["totals"]["base"]["total"]
         assert any(t.startswith("base:") and t.endswith(usd(want)) for t in base), base
+    if not wide:
+        return
     again = sorted(open_page(browser, f"{server}/{path}", title, key) for _ in range(3))
     TIMES[name].update({"reload_median_s": round(statistics.median(again), 3), "reload_max_s": round(again[-1], 3)})
 

@@ -38,8 +38,18 @@ def test_the_inputs_are_the_same_files_every_time(tmp_path):
     n, ids, first, last = con.execute(
         "SELECT count(*), count(DISTINCT request_id), min(occurred_at), max(occurred_at) "
         f"FROM read_csv('{req}', all_varchar=true)").fetchone()
-    assert n == ids == a.rows["requests"] and 200_000 < n < 600_000
-    assert first.startswith("2026-10-01T") and last.startswith("2026-10-31T") and last.endswith("Z")
+    assert n == ids == a.rows["requests"] and 900_000 < n < 1_600_000  # August to October
+    assert first.startswith("2026-08-01T") and last.startswith("2026-10-31T") and last.endswith("Z")
+    # hooli is first seen in September; every task id and fleet interval id is unique over the months
+    firsts = dict(con.execute(f"SELECT tenant, min(occurred_at) FROM read_csv('{req}', all_varchar=true) "
+                              "GROUP BY ALL").fetchall())
+    assert firsts["hooli"].startswith("2026-09-01T") and all(v.startswith("2026-08-01T") for t, v in firsts.items()
+                                                            if t != "hooli")
+    out = str(a.paths["outcomes"])
+    assert con.execute(f"SELECT count(*) = count(DISTINCT task_id) FROM read_csv('{out}')").fetchone() == (True,)
+    # an outcome of August or September is decided in its own month (none falls into October)
+    assert con.execute(f"SELECT count(*) FROM read_csv('{out}', all_varchar=true) WHERE task_id LIKE '%-2026-09-%' "
+                       "AND decided_at >= '2026-10'").fetchone() == (0,)
     # the code trace (mean 2,048 in / 28 out) is code-assist; the conversation trace (1,155 / 211) the rest
     means = {p: (round(i), round(o)) for p, i, o in con.execute(
         f"SELECT product, avg(input_tokens), avg(output_tokens) FROM read_csv('{req}') GROUP BY ALL").fetchall()}
@@ -72,6 +82,10 @@ def test_the_pool_capacities_are_the_sizing_engines_and_the_measured_figures(sha
     assert D(demo.POOLS["h100-chat"].capacity) == D(str(round(measured, 1))) == D("1695.8")
 
 
+#: October's run total, the same since the demo was one month (the months before changed nothing in it).
+OCTOBER_TOTAL = D("54486.225218")
+
+
 @pytest.mark.slow
 def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -91,6 +105,7 @@ def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, mo
     assert 0 < D(run["failed_work"]) < D(run["by_kind"]["tenant"])
     assert run["period"] == {"start": "2026-10-01T00:00:00Z", "end": "2026-11-01T00:00:00Z"}
     assert run["currency"] == "USD" and "aws@2026-11-09" in run["price_books"]
+    assert total == OCTOBER_TOTAL
     assert run["success_criteria"] == ["tests-pass", "user-accepted"]
 
     # what was built is what was ingested, and what the run counts
@@ -122,6 +137,34 @@ def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, mo
     # the pre-flight of the facts against the books finds nothing on the demo month (docs/check.md)
     r = runner.invoke(app, ["check", "--period", "2026-10"])
     assert r.exit_code == 0 and r.stdout.startswith("no problems: "), r.output
+
+    # three months, one run each, October the newest; the trend reads them, July has none
+    r = runner.invoke(app, ["runs", "--json"])
+    assert [x["period"]["start"][:7] for x in json.loads(r.stdout)] == ["2026-10", "2026-09", "2026-08"]
+    r = runner.invoke(app, ["report", "trend", "--from", "2026-07", "--to", "2026-10", "--json"])
+    assert r.exit_code == 0, r.output
+    months = json.loads(r.stdout)["months"]
+    assert [(m["month"], m["status"]) for m in months] == [("2026-07", "no run"), ("2026-08", "run"),
+                                                           ("2026-09", "run"), ("2026-10", "run")]
+    assert D(months[-1]["total"]) == OCTOBER_TOTAL and months[-1]["run_id"] == run["run_id"]
+    for m in months[1:]:  # every month's figures are its unit-economics report's, and conserve
+        ue = json.loads(runner.invoke(app, ["report", "unit-economics", "--period", m["month"], "--json"]).stdout)
+        assert m["total"] == ue["run_total"] and m["cost_per_successful_task_all_in"] == \
+            ue["cost_per_successful_task_all_in"]
+        assert {x["tenant"]: x["cost"] for x in m["rows"]} == {x["tenant"]: x["cost"] for x in ue["rows"]}
+        assert sum(D(x["cost"]) for x in m["rows"]) + sum(map(D, ue["unattributed"].values())) == D(m["total"])
+    aug, sep = months[1], months[2]
+    assert "hooli" not in {x["tenant"] for x in aug["rows"]}  # the new tenant, first seen in September
+    hooli = next(x for x in sep["rows"] if x["tenant"] == "hooli")
+    assert hooli["change"]["cost"] == {"amount": None, "ratio": None, "reason": "not in the month before's run"}
+    # the openai account's August rate (1.50 / 0.15 / 12 per 1M) gave way to the list price (1.25 / 0.125 / 10)
+    # on 2026-09-01: acme's gpt-5 tokens cost 20% more per token in August
+    def per_token(m):
+        ue = json.loads(runner.invoke(app, ["report", "unit-economics", "--period", m, "--by", "model",
+                                            "--json"]).stdout)
+        gpt = next(x for x in ue["rows"] if x["model"] == "gpt-5")
+        return D(gpt["provider_tokens_cost"]) / gpt["active_tokens"]
+    assert per_token("2026-08") > per_token("2026-09") * D("1.15")
 
 
 def test_demo_refuses_a_home_with_data_and_force_wipes_only_the_ledger(tmp_path, monkeypatch):

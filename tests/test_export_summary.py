@@ -100,7 +100,7 @@ def test_summary_and_by_product_worked_by_hand(tmp_path):
                                                         pytest.approx(833.333333))               # 9.00e6 / 10,800
     assert products[("search", "(all tenants)")][2:] == (pytest.approx(3.60), 2, 0, 0, pytest.approx(1.80), 3_600,
                                                           pytest.approx(1000.00))
-    shared = products[("(no product: shared charges, shared idle)", "(all tenants)")]
+    shared = products[("shared charges", "(all tenants)")]
     assert shared[2:] == (pytest.approx(102.20), 0, 0, 0, UNDEFINED_SUCCESS, 0, UNDEFINED_TOKENS)
     assert products[("(on no tenant)", "idle_slack")][2] == pytest.approx(9.00)
     assert products[("total", None)][2:6] == (pytest.approx(131.00), 5, 0, 0)
@@ -108,8 +108,8 @@ def test_summary_and_by_product_worked_by_hand(tmp_path):
     pairs.pop(("product", "tenant"))  # the block's header row
     assert {k: r[2] for k, r in pairs.items()} == {
         ("chat", "a"): pytest.approx(9.00), ("search", "b"): pytest.approx(3.60),
-        ("(no product: shared charges, shared idle)", "a"): pytest.approx(51.10),
-        ("(no product: shared charges, shared idle)", "b"): pytest.approx(51.10),
+        ("shared charges", "a"): pytest.approx(51.10),
+        ("shared charges", "b"): pytest.approx(51.10),
         ("total", None): pytest.approx(114.80)}                                               # the tenants' cost
 
 
@@ -218,7 +218,7 @@ def test_the_demo_month_summary_and_by_product_are_the_reports_numbers(ledger_ho
     assert len(shown) == len(by_product["rows"])
     for (name, _), p in zip(shown, by_product["rows"], strict=True):
         got = products[(name, "(all tenants)")]
-        assert name == (p["product"] or "(no product: shared charges, shared idle)")
+        assert name == (p["product"] or "shared charges")
         assert _same(got[2], p["cost"]) and got[3:6] == (p["tasks"]["success"], p["tasks"]["failure"],
                                                         p["tasks"]["unknown"]), name
         assert _same(got[6], p["cost_per_successful_task"]) and got[7] == p["active_tokens"], name

@@ -23,6 +23,11 @@ PLAN = Path(__file__).resolve().parent.parent / "examples" / "plan.toml"
 DRIVERS = ("traffic", "output length", "cache hit rate", "fleet", "prices", "other")
 
 
+def num(text: str) -> D:
+    """A printed amount as a Decimal: ``+2,278.66`` is 2278.66, ``—`` is 0."""
+    return D(0) if text == "—" else D(text.replace(",", "").replace("+", ""))
+
+
 def assert_fits(text: str, width: int) -> None:
     long = [line for line in text.splitlines() if cell_len(line.rstrip()) > width]
     assert not long, f"{len(long)} lines wider than {width}: {long[:3]}"
@@ -154,12 +159,19 @@ def test_budget_compare_fits_and_shows_the_json_money(compare, width):
     doc, text = compare["doc"], compare[width]
     assert_fits(text, width)
     rows = by_key(text, keys=2)
+    cent = D("0.01")
     for r in (*doc["categories"], *doc["pools"], doc["total"]):
         if r["dimension"] == "category" and not D(r["forecast"]) and not D(r["actual"]):
             assert (r["dimension"], r["key"]) not in rows
             continue
         pct = "—" if r["relative_error"] is None else percent(D(r["relative_error"]), signed=True)
-        assert rows[(r["dimension"], r["key"])] == [m(r["forecast"]), m(r["actual"]), m(r["error"], True), pct], r
+        f, a, e, shown_pct = rows[(r["dimension"], r["key"])]
+        # display rounding (docs/exports.md): each amount within a cent of the JSON's exact one, the
+        # error the printed actual minus the printed forecast
+        assert abs(num(f) - D(r["forecast"])) < cent and abs(num(a) - D(r["actual"])) < cent, r
+        assert num(e) == num(a) - num(f) and shown_pct == pct, r
+    for col in range(3):  # the categories add up to the total row as printed
+        assert sum(num(v[col]) for k, v in rows.items() if k[0] == "category") == num(rows[("total", "total")][col])
     # by hand (test_budget_compare): h100-chat 2 GPUs x 744 h x $6.88 = 10,237.44 forecast, 1,497 GPU-h
     # x $6.88 = 10,299.36 actual, +61.92 = +0.6%; h200-code 23,546.112 -> 23,546.11, 25,824.768 ->
     # 25,824.77, +2,278.656 -> +2,278.66, 0.0968 -> +9.7%; the run's total 54,486.225218 -> 54,486.23
@@ -168,19 +180,23 @@ def test_budget_compare_fits_and_shows_the_json_money(compare, width):
     assert doc["total"]["actual"] == "54486.225218" and rows[("total", "total")][1] == "54,486.23"
 
     d = doc["drivers"]
-    drivers = by_key(text)
+    drivers = {k: [num(v) for v in vs] for k, vs in by_key(text).items() if k in {("error",), *((n,) for n in DRIVERS)}}
     other = sum((D(c["other"]) for c in d["categories"]), D(0))
-    assert drivers[("error",)] == [m(x["error"], True) for x in d["items"]] + [money(other, signed=True),
-                                                                            m(d["total"]["error"], True)]
-    for name in DRIVERS:
-        key = name.replace(" ", "_")
-        assert drivers[(name,)] == [m(x[key], True) for x in d["items"]] + [
-            money(other if key == "other" else D(0), signed=True), m(d["total"][key], True)], name
+    exact = {"error": [D(x["error"]) for x in d["items"]] + [other, D(d["total"]["error"])],
+             **{n: [D(x[n.replace(" ", "_")]) for x in d["items"]] + [other if n == "other" else D(0),
+                                                                        D(d["total"][n.replace(" ", "_")])]
+                for n in DRIVERS}}
+    for name, values in exact.items():  # within two cents of the exact (one cent, plus the total's own)
+        assert all(abs(p - x) < 2 * cent for p, x in zip(drivers[(name,)], values)), name
+        assert sum(drivers[(name,)][:-1]) == drivers[(name,)][-1], name  # each row adds up to its total
+    for j in range(len(drivers[("error",)])):  # each column's drivers add up to its printed error
+        assert sum(drivers[(n,)][j] for n in DRIVERS) == drivers[("error",)][j]
+    assert drivers[("error",)][-1] == num(rows[("total", "total")][2])  # the comparison's printed error
     # by hand (test_budget_drivers): the fleet's extra GPU-hours at the plan's prices, h100-chat 9 x
     # $6.88 = +61.92 and h200-code 288 x $7.912 = +2,278.656 -> +2,278.66; gpt-5's prices +0.000004 -> 0.00
     items = [x["key"] for x in d["items"]]
     assert items == ["h100-chat", "h200-code", "openai/gpt-5"]
-    assert drivers[("fleet",)][:2] == ["+61.92", "+2,278.66"] and drivers[("prices",)][2] == "0.00"
+    assert drivers[("fleet",)][:2] == [D("61.92"), D("2278.66")] and drivers[("prices",)][2] == 0
     if width == 80:  # the drivers do not fit side by side (83 wide): two tables, the driver names in each
         assert sum(1 for row in cells(text) if row[0] == "fleet") == 2
 
@@ -199,7 +215,10 @@ def test_budget_compare_fits_and_shows_the_json_money(compare, width):
             "output tokens 10,624,864 vs 11,000,000") in words
     h200 = d["items"][1]["measures"]
     assert h200["gpu_hours"] == {"planned": "2976", "actual": "3264"}
-    assert "GPUs at the actual traffic 4 vs 4 planned; GPU-hours 3,264 vs 2,976 planned" in words
+    # GPUs named as the JSON names them (issue 28): gpus_at_traffic at the traffic step, gpus at the actual TPM
+    assert h200["gpus_at_traffic"]["actual"] == 8 and h200["gpus"] == {"planned": 4, "actual": 4}
+    assert ("GPUs 4 planned, 8 at the actual traffic (the month's requests at the planned output length), 4 at "
+            "the actual TPM (traffic and output length); GPU-hours 3,264 vs 2,976 planned") in words
     parts = ", ".join(f"{c['key']} {m(c['other'], True)}" for c in d["categories"] if D(c["other"]))
     assert "tool +2,378.87" in parts and "other +5,054.35" in parts  # the Q4 audit's 31 days of 92
     assert f"other (no driver describes it: meters, fixed charges, pools or models not in the plan): {parts}" in words

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 import altair as alt
 import pandas as pd
@@ -61,11 +62,77 @@ def _state(home: str, url: str) -> dd.LedgerState:
     return dd.ledger_state()
 
 
-def ledger_state() -> dd.LedgerState:
-    """The configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL), looked at every few seconds."""
+def ledger_state(*, banner: bool = True) -> dd.LedgerState:
+    """The configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL), looked at every few seconds. Every
+    page calls it first, so it shows the alerts banner too while alerts are active (`banner`)."""
     from ledger import config
 
-    return _state(str(config.ledger_home()), config.database_url())
+    state = _state(str(config.ledger_home()), config.database_url())
+    if banner:
+        alerts_banner(state)
+    return state
+
+
+# ---- the guardrails: alerts as of the ledger's newest usage (ledger.dashboard.guardrails) -------
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _alerts_state(url: str, home: str, runs: int) -> tuple[datetime, tuple] | None:
+    from ledger import facts
+    from ledger.dashboard import guardrails as dg
+    from ledger.guardrails import budget_books
+
+    with dd.reading(url) as s:
+        as_of = dg.default_as_of(s, Path(home))
+        if as_of is None:
+            return None
+        key = (tuple(sorted(b.ref for b in budget_books(s))),
+               tuple(sorted((k, tuple(sorted(v))) for k, v in facts.committed_batches(s).items())))
+    return as_of, key
+
+
+def alerts_state(state: dd.LedgerState) -> tuple[datetime, tuple] | None:
+    """(the alerts' default instant, what they depend on) or None: no budgets, or no usage."""
+    if not state.has_store:
+        return None
+    return _alerts_state(state.url, str(state.home), state.runs)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Pricing the month so far (provisional)…")
+def _alerts_at(url: str, home: str, as_of: datetime, key: tuple):
+    from ledger.dashboard import guardrails as dg
+
+    return dg.alerts_of(url, Path(home), as_of)
+
+
+def alerts_at(state: dd.LedgerState, as_of: datetime):
+    """``ledger alerts --as-of`` over the dashboard's ledger (cached per instant and per state of its
+    budgets and facts). Raises the library's refusal (LedgerError)."""
+    found = alerts_state(state)
+    return _alerts_at(state.url, str(state.home), as_of, found[1] if found else ())
+
+
+def alerts_banner(state: dd.LedgerState) -> None:
+    """A banner on every page while alerts are active at the ledger's newest usage (nothing when
+    none fire, there are no budgets, or they cannot be computed: the Budgets page says why)."""
+    from ledger.errors import LedgerError
+
+    try:
+        found = alerts_state(state)
+        if found is None:
+            return
+        alerts = alerts_at(state, found[0])
+    except (LedgerError, OSError):
+        return
+    if alerts.fired:
+        from ledger.guardrails.render import alert_lines
+
+        lines = alert_lines(alerts)
+        more = f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""
+        body = "; ".join(lines[:3]).replace("$", "\\$")
+        with st.container(key="alerts_banner"):
+            st.warning(f"**{alerts.fired} alert{'s' * (alerts.fired != 1)} (provisional, {alerts.month_start:%Y-%m} as "
+                       f"of {found[0]:%Y-%m-%d %H:%M} UTC)**: {body}{more}. See the Budgets page.",
+                       icon=":material/notification_important:")
 
 
 def refuse_unknown_facts_layout(state: dd.LedgerState) -> None:
@@ -149,6 +216,27 @@ def tenant_daily(_s, url: str, run_id: str, names: tuple[str, ...]) -> pd.DataFr
     return dd.tenant_daily_frame(run_data(_s, url, run_id), names)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def spread(_s, url: str, run_id: str) -> pd.DataFrame:
+    """Unit economics by product with the shared charges spread over products."""
+    return dd.spread_frame(run_data(_s, url, run_id))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def matrix(_s, url: str, run_id: str, spread: bool) -> pd.DataFrame:
+    return dd.matrix_frame(run_data(_s, url, run_id), spread=spread)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def drill(_s, url: str, run_id: str, tenant: str, product: str | None, model: str | None,
+          category: str | None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """A tenant's products, its models (of `product` when given) and its lines, filtered."""
+    data = run_data(_s, url, run_id)
+    return (dd.tenant_products_frame(data, tenant, category=category),
+            dd.tenant_models_frame(data, tenant, product=product, category=category),
+            dd.tenant_lines_frame(data, tenant, product=product, model=model, category=category))
+
+
 @st.cache_resource(ttl=30, show_spinner=False)
 def _price_books(_state: dd.LedgerState, url: str, status: str) -> dd.PriceBooks:
     return dd.price_books(_state)
@@ -162,8 +250,9 @@ def price_books(state: dd.LedgerState) -> dd.PriceBooks:
 # ---- the run picker -----------------------------------------------------------------------------
 
 def pick_run(s, state: dd.LedgerState, prefix: str) -> pd.Series | None:
-    """Period and run selectors (keys ``<prefix>_period`` and ``<prefix>_run``); the newest run of
-    the period is preselected. Returns the chosen run's row of :func:`ledger.dashboard.runs_frame`."""
+    """Period and run selectors (keys ``<prefix>_period`` and ``<prefix>_run``); the period's current
+    run (a signed month's final run, else the newest) is preselected, and the period's close is said
+    under them (:func:`show_close`). Returns the chosen run's row of :func:`ledger.dashboard.runs_frame`."""
     frame = runs(s, state.url)
     if frame.empty:
         show_guidance(state)
@@ -171,13 +260,22 @@ def pick_run(s, state: dd.LedgerState, prefix: str) -> pd.Series | None:
     periods = list(dict.fromkeys(frame.sort_values("start", ascending=False, kind="stable")["period"]))
     left, right = st.columns([1, 3])
     period = left.selectbox("Period (UTC, end exclusive)", periods, key=f"{prefix}_period")
-    of_period = frame[frame["period"] == period]
-    labels = {r.run_id: (f"{r.run_id[:12]} · {'current' if r.current else 'superseded'} · created "
-                         f"{r.created_at:%Y-%m-%d %H:%M} UTC · idle {r.idle_policy}")
+    of_period = frame[frame["period"] == period].sort_values("current", ascending=False, kind="stable")
+    labels = {r.run_id: (f"{r.run_id[:12]} · {r.role or 'superseded'}{' (true-up)' if r.kind == 'true-up' else ''} · "
+                         f"created {r.created_at:%Y-%m-%d %H:%M} UTC · idle {r.idle_policy}")
               for r in of_period.itertuples()}
-    run_id = right.selectbox("Allocation run (the newest of a period is its current run)", list(labels),
-                             format_func=labels.get, key=f"{prefix}_run")
-    return of_period[of_period["run_id"] == run_id].iloc[0]
+    run_id = right.selectbox("Allocation run (the current run first: a signed month's final run, else the newest)",
+                             list(labels), format_func=labels.get, key=f"{prefix}_run")
+    chosen = of_period[of_period["run_id"] == run_id].iloc[0]
+    show_close(chosen)
+    return chosen
+
+
+def show_close(run: pd.Series) -> None:
+    """The period's close under the run picker, as every surface says it: "closed by NAME at T,
+    final run R" or "open" (docs/month-end.md)."""
+    st.caption(f"Period {run['period']}: {run['close']}", help="A closed month is signed off with `ledger close "
+               "--by NAME`; its final run never changes, and a true-up after the close is a run of its own.")
 
 
 # ---- plans and budgets -------------------------------------------------------------------------
@@ -254,17 +352,21 @@ def budget_frames(source: PlanSource, books: dd.PriceBooks, scenarios: tuple[str
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _comparison(_s, url: str, run_id: str, name: str, text: str, base_dir: str, scenario: str, books_key: tuple,
-                _books: dd.PriceBooks) -> tuple[pd.DataFrame, dict]:
+                _books: dd.PriceBooks, home: str) -> tuple[pd.DataFrame, dict]:
     b, priced_with = _budget(name, text, base_dir, (scenario,), books_key, _books)
-    c = dd.forecast_vs_actual(b, _s, run_id=run_id, scenario=scenario)
+    # with the index the forecast was priced with, the error is split into drivers (as the CLI does)
+    c = dd.forecast_vs_actual(b, _s, run_id=run_id, scenario=scenario, index=priced_with.index, home=Path(home))
+    places = formats(current_locale(), c.currency).places
     meta = {"month": c.month, "run_id": c.run_id, "currency": c.currency, "status": c.status,
             "run_price_books": list(c.price_books), "forecast_price_books": list(b.price_books),
-            "priced_with": priced_with.where}
+            "priced_with": priced_with.where, "drivers": dd.drivers_frame(c, places),
+            "drivers_notes": dd.drivers_notes(c),
+            "tpm_statistic": None if c.drivers is None else c.drivers.statistic}
     matching = getattr(c, "matching", None)  # what the plan and the run share (ledger.budget.matching)
     meta["matching"] = None if matching is None else {
         "complete": matching.complete, "warnings": list(matching.warnings()),
         **{dim: list(getattr(matching, dim).matched) for dim in ("pools", "provider_models", "categories")}}
-    return dd.comparison_frame(c), meta
+    return dd.comparison_frame(c, places), meta
 
 
 def comparison(s, state: dd.LedgerState, run_id: str, source: PlanSource, books: dd.PriceBooks,
@@ -272,7 +374,8 @@ def comparison(s, state: dd.LedgerState, run_id: str, source: PlanSource, books:
     """``ledger budget compare``: the comparison frame of a run against a plan's month, and what it
     compares (month, run, currency, sizing status, price books). Raises BudgetError."""
     key = (books.source, tuple(b.ref for b in books.books))
-    return _comparison(s, state.url, run_id, source.name, source.text, source.base_dir, scenario, key, books)
+    return _comparison(s, state.url, run_id, source.name, source.text, source.base_dir, scenario, key, books,
+                       str(state.home))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

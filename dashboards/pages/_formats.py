@@ -7,6 +7,10 @@ amount in it is below one unit of the currency, else the currency's decimals; ra
 decimal; counts are grouped. Prices keep the decimals their book wrote. Everything stays an exact
 Decimal until it is written here. Charts get the same decimal mark, grouping and currency symbol
 through Vega's number locale (:func:`chart_locale`), so an axis reads ``$2,500`` or ``2.500 $``.
+
+Display rounding, as the CLI's tables (docs/exports.md): a column of amounts with a total is rounded
+as a whole (:meth:`Formats.money_column`, :func:`ledger.formats.display_column`), so the cells add
+up to the total as shown, and a difference shown beside two totals is their shown difference.
 """
 from __future__ import annotations
 
@@ -18,9 +22,9 @@ from functools import lru_cache
 
 import pandas as pd
 from babel import Locale
-from babel.numbers import format_currency, format_decimal, format_percent
+from babel.numbers import format_currency, format_decimal, format_percent, get_currency_precision
 
-from ledger.formats import unit_cost_places
+from ledger.formats import display_column, display_difference, unit_cost_places
 from ledger.money import quantize
 
 DASH = "—"
@@ -56,6 +60,26 @@ class Formats:
     def unit_money(self, d: Decimal | None) -> str:
         """One per-unit amount (a tile): the rule of a column of one."""
         return self.unit_column([d])[0]
+
+    @property
+    def places(self) -> int:
+        """The currency's own decimals (2 for USD and EUR, 0 for JPY)."""
+        return get_currency_precision(self.currency)
+
+    def money_column(self, values: Iterable[Decimal | None]) -> tuple[list[str], str]:
+        """A column of amounts and its total as shown, display-rounded at the currency's decimals
+        (:func:`ledger.formats.display_column`): the cells add up to the total as shown."""
+        cells, total = display_column([None if _missing(v) else v for v in values], self.places)
+        return [self.money_at(c, self.places) for c in cells], self.money_at(total, self.places)
+
+    def money_shown(self, values: Iterable[Decimal | None]) -> tuple[list[Decimal | None], Decimal]:
+        """The display-rounded amounts of a column and its total, as Decimals (for a difference or a
+        further sum shown beside them)."""
+        return display_column([None if _missing(v) else v for v in values], self.places)
+
+    def difference(self, a: Decimal, b: Decimal) -> str:
+        """``a - b`` as shown beside `a` and `b` shown at the currency's decimals: their shown difference."""
+        return self.money_at(display_difference(a, b, self.places)[2], self.places)
 
     def money_at(self, d: Decimal | None, places: int | None) -> str:
         """An amount at `places` decimals (None: the currency's own), rounded half-even."""

@@ -64,23 +64,30 @@ if matching is not None:
                        + "\n".join(f"- {w}" for w in matching["warnings"]) + f"\n\nIn both: {shared}.",
                        icon=":material/warning:")
 
-with st.container(key="fa_tiles", horizontal=True):
-    st.metric("Forecast", f.money(total["forecast"]), border=True)
-    st.metric("Actual", f.money(total["actual"]), border=True, help="The run's total: every line of the allocation.")
-    st.metric("Error (actual − forecast)", f.money(total["error"]), border=True)
+with st.container(key="fa_tiles", horizontal=True):  # as shown: the error is the shown actual − the shown forecast
+    st.metric("Forecast", f.money_at(total["forecast_shown"], f.places), border=True)
+    st.metric("Actual", f.money_at(total["actual_shown"], f.places), border=True,
+              help="The run's total: every line of the allocation.")
+    st.metric("Error (actual − forecast)", f.money_at(total["error_shown"], f.places), border=True)
     st.metric("Error relative to forecast", f.pct(total["relative_error"]) if total["relative_error"] is not None
               else "undefined", border=True, help=total["reason"] or None)
 
 
 def shown(rows: pd.DataFrame, label: str) -> pd.DataFrame:
+    """The rows as shown: amounts display-rounded (the categories add up to their total row; an error
+    is its shown actual − its shown forecast), as `ledger budget compare` prints them."""
+    def money(col: str) -> list[str]:
+        return [f.money_at(v, f.places) for v in rows[f"{col}_shown"]]
+
     return pd.DataFrame({
-        label: rows["key"].str.replace("_", " "), "forecast": rows["forecast"].map(f.money),
-        "actual": rows["actual"].map(f.money), "error": rows["error"].map(f.money),
+        label: rows["key"].str.replace("_", " "), "forecast": money("forecast"), "actual": money("actual"),
+        "error": money("error"),
         "error %": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
                     for v, why in zip(rows["relative_error"], rows["reason"], strict=True)]})
 
 
 categories = frame[frame["dimension"] == "category"]
+totals_row = frame[frame["dimension"] == "total"].assign(key="total")
 present = categories[(categories["forecast"] != 0) | (categories["actual"] != 0)]
 long = pd.concat([present.assign(side="forecast", amount=present["forecast"]),
                   present.assign(side="actual", amount=present["actual"])])
@@ -93,8 +100,24 @@ ui.chart(alt.Chart(chart).mark_bar().encode(
     yOffset=alt.YOffset("side:N", sort=["forecast", "actual"]),
     color=alt.Color("side:N", sort=["forecast", "actual"], title=None),
     tooltip=["key:N", "side:N", alt.Tooltip("shown:N", title="amount")]), meta["currency"], key="fa_chart")
-ui.table(shown(categories, "category"), "fa_categories")
+ui.table(shown(pd.concat([categories, totals_row]), "category"), "fa_categories", max_rows=11)
 st.subheader("Per pool (GPU)")
 ui.table(shown(frame[frame["dimension"] == "pool"], "pool"), "fa_pools")
+
+st.subheader("Why the forecast missed")
+drivers = meta["drivers"]
+if drivers is None:
+    st.caption("No breakdown: the month's usage could not be read from the facts.")
+else:
+    st.caption(f"The error split into drivers, substituted top to bottom (traffic, output length, cache-hit "
+               f"rate, fleet, prices, then what no driver describes), each pool's TPM at its "
+               f"{meta['tpm_statistic']}: every column adds up to its error, every row to its total, as "
+               f"`ledger budget compare` prints it (docs/budgets.md).")
+    ui.table(pd.DataFrame({"driver": drivers["driver"],
+                           **{c: [f.money_at(v, f.places) for v in drivers[c]] for c in drivers.columns[1:]}}),
+             "fa_drivers")
+    with st.container(key="fa_drivers_notes"):
+        for line in meta["drivers_notes"]:
+            st.caption(line)
 st.caption(f"Run price books: {', '.join(meta['run_price_books']) or 'none'}. Forecast price books: "
            f"{', '.join(meta['forecast_price_books'])}.")

@@ -5,6 +5,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 
 from ledger import dashboard as dd
 from ledger.dashboard import reconcile as dr
@@ -96,7 +97,7 @@ if not billed.empty:
         yOffset=alt.YOffset("side:N", sort=["priced", "billed"]),
         color=alt.Color("side:N", sort=["priced", "billed"], title=None),
         tooltip=["resource:N", "side:N", alt.Tooltip("shown:N", title="amount")]), tot["currency"], key="rc_chart")
-ui.table(pd.DataFrame({
+_layout.table_in_parts(pd.DataFrame({
     "resource": resources["kind"] + " " + resources["name"], "priced": resources["priced"].map(f.money),
     "billed": resources["billed"].map(money_or_dash), "difference": resources["difference"].map(money_or_dash),
     "share": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
@@ -106,16 +107,19 @@ ui.table(pd.DataFrame({
                  f"{f.pct(c)} ({f.count(int(hb))}/{f.count(int(hp))} h)"
                  for c, hb, hp in zip(resources["coverage"], resources["hours_billed"], resources["hours_priced"],
                                       strict=True)]}),
-    "rc_resources")
+    "rc_resources", [["priced", "billed", "difference", "share"], ["corrections", "rows", "coverage"]], table=ui.table)
 
 st.subheader("Unmatched bill rows")
 if unmatched.empty:
     st.caption("Every bill row of the period is placed by a rule.")
 else:
-    ui.table(pd.DataFrame({**{c: unmatched[c].fillna("") for c in dr.UNMATCHED_COLUMNS[:5]},
-                           "rows": unmatched["rows"].map(f.count),
-                           "effective cost": unmatched["effective_cost"].map(f.money),
-                           "billed cost": unmatched["billed_cost"].map(f.money)}), "rc_unmatched")
+    frame = pd.DataFrame({**{c: unmatched[c].fillna("") for c in dr.UNMATCHED_COLUMNS[:5]},
+                          "rows": unmatched["rows"].map(f.count),
+                          "effective cost": unmatched["effective_cost"].map(f.money),
+                          "billed cost": unmatched["billed_cost"].map(f.money)})
+    _layout.table_in_parts(frame, "rc_unmatched", [["service_name", "rows", "effective cost", "billed cost"],
+                                                   ["service_category", "resource_id", "charge_category"]],
+                           table=ui.table)
 
 st.subheader("Reported cost vs the book, per model")
 if drift.empty:

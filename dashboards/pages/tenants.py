@@ -5,8 +5,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 
 from ledger import dashboard as dd
+from ledger.formats import display_table
 
 st.title("Tenants side by side")
 state = ui.ledger_state()
@@ -132,3 +134,61 @@ ui.chart(alt.Chart(trend).mark_line(point=True)
                  color=alt.Color("tenant:N", scale=alt.Scale(domain=list(picked))),
                  tooltip=[alt.Tooltip("day:T"), alt.Tooltip("tenant:N"), alt.Tooltip("shown:N", title="cost")]),
          currency, key="tn_trend")
+
+# ---- drill-down: one tenant's products, models and lines ----------------------------------------
+st.subheader("Drill down")
+with dd.reading(url) as s:
+    with st.container(key="tn_drill_filters", horizontal=True):
+        tenant = st.selectbox("Tenant", names, key="tn_drill_tenant")
+        products_all, _, _ = ui.drill(s, url, run_id, tenant, None, None, None)
+        product = st.selectbox("Product", ["(all)", *products_all["product"]], key="tn_drill_product")
+        category = st.selectbox("Category", ["(all)", *dd.CATEGORIES], key="tn_drill_category")
+    chosen_product = None if product == "(all)" else product
+    chosen_category = None if category == "(all)" else category
+    products, models, _ = ui.drill(s, url, run_id, tenant, None, None, chosen_category)
+    _, models, _ = ui.drill(s, url, run_id, tenant, chosen_product, None, chosen_category)
+    model = st.selectbox("Model", ["(all)", *dict.fromkeys(models["model"])], key="tn_drill_model")
+    chosen_model = None if model == "(all)" else model
+    _, _, lines = ui.drill(s, url, run_id, tenant, chosen_product, chosen_model, chosen_category)
+
+
+def money_table(frame, name: str, extra: list[str]) -> pd.DataFrame:
+    """`frame` with its cost column display-rounded to add up to its printed total row."""
+    cells, total = f.money_column(frame["cost"])
+    return pd.DataFrame({name: list(frame[name]) + ["total"], **{c: list(frame[c].map(str)) + [""] for c in extra},
+                         "cost": cells + [total],
+                         "lines": [f.count(n) for n in frame["lines"]] + [f.count(int(frame["lines"].sum()))]})
+
+
+# side by side when they fit, one under the other when the page is narrow (pages/_layout.py)
+with st.container(horizontal=True, gap="large", key="tn_drill_tables"):
+    for title, frame, extra, key in ((f"**{tenant} by product**", products, [], "tn_drill_products"),
+                                     (f"**{tenant} by model**" + (f" of {chosen_product}" if chosen_product else ""),
+                                      models, ["model"], "tn_drill_models")):
+        shown = money_table(frame, "product", extra)
+        with st.container(width=max(240, _layout.grid_width(shown))):
+            st.markdown(title)
+            ui.table(shown, key, max_rows=len(shown))
+st.caption(f"{dd.SHARED_CHARGES_NOTE}.".replace("$", "\\$"))
+st.markdown(f"**Lines** ({f.count(len(lines))}; {f.money(lines['amount'].sum()) if len(lines) else f.money(0)})")
+ui.table(pd.DataFrame({"day": lines["day"].map(str), "product": lines["product"], "model": lines["model"].fillna(""),
+                       "category": lines["category"], "work": lines["work"],
+                       "amount": lines["amount"].map(f.unit_money)}), "tn_drill_lines", max_rows=12)
+
+# ---- tenant x product ---------------------------------------------------------------------------
+st.subheader("Tenant × product")
+spread_it = st.toggle(f"Spread the {dd.SHARED_CHARGES} over products", key="tn_matrix_spread",
+                      help="each tenant's shared charges go to its own products by the rule they were shared over "
+                           "tenants with")
+with dd.reading(url) as s:
+    grid = ui.matrix(s, url, run_id, spread_it)
+columns = list(grid.columns[1:])
+# controlled rounding: every printed row and column adds up to its printed total (ledger.formats)
+cells, row_totals, col_totals, grand = display_table([list(r) for r in grid[columns].itertuples(index=False)])
+shown = pd.DataFrame({"tenant": [*grid["tenant"], "all tenants"],
+                      **{c: [f.money(r[j]) for r in cells] + [f.money(col_totals[j])] for j, c in enumerate(columns)},
+                      "tenant total": [f.money(v) for v in row_totals] + [f.money(grand)]})
+ui.tables(shown, "tn_matrix", per=6, max_rows=len(shown))
+st.caption("Each row and column adds up to its total as printed; each tenant's total is its cost. "
+           + (f"{dd.SHARED_CHARGES_NOTE}." if spread_it else f"{dd.SHARED_CHARGES}: each tenant's lines with no "
+              "product; turn on the spread to see them on the products.").replace("$", "\\$"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 
 from ledger import dashboard as dd
 
@@ -80,17 +81,18 @@ st.caption(md(f"Tasks: {f.count(head['successful_tasks'])} successful, {f.count(
               f"({f.pct(head['unallocated_share'])}). Idle policy `{policy}`."))
 
 # ---- cost by category over days -----------------------------------------------------------------
-left, right = st.columns([2, 1])
-with left:
-    st.subheader("Cost by category, per day (UTC)")
-    ui.chart(ui.stacked_bars(daily, x="day", y="amount", color="category", x_title="day", y_title="cost",
-                             currency=currency), currency, key="ue_daily")
-with right:
-    st.subheader("Who carries it")
-    kind_names = {"tenant": "tenants (idle included)" if shared else "tenants"}
-    shown = pd.DataFrame({"kind": kinds["kind"].map(lambda k: kind_names.get(k, k.replace("_", " "))),
-                          "amount": kinds["amount"].map(f.money), "share": kinds["share"].map(f.pct)})
-    ui.table(shown, "ue_kinds")
+kind_names = {"tenant": "tenants (idle included)" if shared else "tenants"}
+shown = pd.DataFrame({"kind": kinds["kind"].map(lambda k: kind_names.get(k, k.replace("_", " "))),
+                      "amount": kinds["amount"].map(f.money), "share": kinds["share"].map(f.pct)})
+# the chart takes what the table of kinds leaves, the table its columns' width (whole at 1024 px)
+with st.container(horizontal=True, gap="medium", key="ue_where"):
+    with st.container():
+        st.subheader("Cost by category, per day (UTC)")
+        ui.chart(ui.stacked_bars(daily, x="day", y="amount", color="category", x_title="day", y_title="cost",
+                                 currency=currency), currency, key="ue_daily")
+    with st.container(width=max(260, _layout.grid_width(shown))):
+        st.subheader("Who carries it")
+        ui.table(shown, "ue_kinds")
 
 
 # ---- cost per successful task by tenant and by product ------------------------------------------
@@ -100,10 +102,8 @@ parts = no_product
 
 
 def no_key_label(by: str) -> str:
-    """The row of lines with no `by`: named for what it holds (shared charges, shared idle, ...)."""
-    if by != "product":
-        return f"(no {by})"
-    return "(shared: " + ", ".join(p.removeprefix("shared ") for p in parts) + ")" if parts else "(no product)"
+    """The row of lines with no `by`: by product, the one name of that row, "shared charges"."""
+    return dd.SHARED_CHARGES if by == "product" else f"no {by}"
 
 
 def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -159,9 +159,26 @@ with st.container(key="ue_per_success_definitions"):
                 f"Under idle policy `{policy}` {kept}, which the all-in figure includes.")
 for by, frame in (("tenant", by_tenant), ("product", by_product)):
     st.markdown(f"**By {by}**")
-    ui.table(table(frame, by), f"ue_by_{by}", help=HELP)
+    _layout.table_in_parts(table(frame, by), f"ue_by_{by}", [["cost", OWN_SHORT, "successes", "failures"],
+                                                              ["success rate", "failed work", "per 1M tokens",
+                                                               "active tokens"]], table=ui.table, help=HELP)
     with st.container(key=f"ue_by_{by}_notes"):
         st.caption(md("  \n".join(notes(frame, by))))
+
+# ---- the shared charges spread over products ----------------------------------------------------
+if by_product["key"].isna().any() and st.toggle(f"Spread the {dd.SHARED_CHARGES} over products", key="ue_spread",
+                                                help="each tenant's shared charges go to its own products by the "
+                                                     "rule they were shared over tenants with"):
+    with dd.reading(url) as s:
+        spread = ui.spread(s, url, run_id)
+    ui.table(pd.DataFrame({"product": spread["key"].map(lambda k: k if isinstance(k, str) else dd.SHARED_CHARGES),
+                           "cost": spread["cost"].map(f.money),
+                           OWN_SHORT: [f.unit_money(v) if v is not None and not pd.isna(v) else "undefined"
+                                       for v in spread["cost_per_successful_task"]],
+                           "successes": spread["tasks_success"].map(f.count)}), "ue_by_product_spread")
+    with st.container(key="ue_by_product_spread_notes"):
+        st.caption(md(f"{dd.SHARED_CHARGES_NOTE}. The products' costs add up to the tenants' cost, "
+                      f"{f.money(spread['cost'].sum())}, exactly; with idle and unallocated, to the run total."))
 
 # ---- provenance and downloads -------------------------------------------------------------------
 st.subheader("Where these numbers come from")

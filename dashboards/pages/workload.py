@@ -84,16 +84,25 @@ st.altair_chart(lines + rule, width="stretch")
 
 st.subheader("Hour of week")
 week = dw.hour_of_week_frame(w)
+clip = dw.color_clip(week["tpm"])
 st.altair_chart(alt.Chart(week).mark_rect().encode(
     x=alt.X("hour:O", title="hour (UTC)"), y=alt.Y("day:N", sort=list(week["day"].drop_duplicates()), title=None),
-    color=alt.Color("tpm:Q", title="mean TPM"), tooltip=["day:N", "hour:O", alt.Tooltip("tpm:Q", format=",.1f")]),
+    color=alt.Color("tpm:Q", title="mean TPM", scale=alt.Scale(domain=[0, clip], clamp=True) if clip else alt.Undefined),
+    tooltip=["day:N", "hour:O", alt.Tooltip("tpm:Q", format=",.1f")]),
     width="stretch")
+if clip:
+    st.caption(f"The colour scale stops at the {dw.CLIP_PERCENTILE}th percentile of the hours of the week "
+               f"({f.number(clip)} TPM): an hour above it (a weekly batch job, a re-index) shows in the top colour "
+               "rather than washing out every other hour; the tooltip gives each hour's own mean.")
 
 st.subheader("Tokens per request")
-ui.table(dw.lengths_frame(w), "wl_lengths", max_rows=2)
+lengths = dw.lengths_frame(w)
+ui.table(lengths.assign(**{c: [f.number(v) for v in lengths[c]] for c in lengths.columns if c != "tokens"}),
+         "wl_lengths", max_rows=2)
 st.subheader("Every figure")
 figures = dw.figures_frame(w)
-ui.table(figures, "wl_figures", max_rows=12)
+ui.table(figures.assign(value=[f.number(v, 0 if float(v).is_integer() else 2) if v != "" else "" for v in
+                               figures["value"]]), "wl_figures", max_rows=12)
 st.download_button("Download the figures (CSV, as `ledger workload --csv`)",
                    data=workload_as_csv(w),
                    file_name=f"workload-{period}.csv", mime="text/csv", key="wl_csv")

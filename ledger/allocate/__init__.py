@@ -9,6 +9,7 @@ lines, merge, conservation) and `engine` (:func:`allocate`, the steps in order).
 from .charges import ChargeDay, price_charges
 from .engine import allocate
 from .gpu import Coefficient, _apply_gpu_split, gpu_coefficients
+from .period import Inputs, given, inputs_in_place
 from .pricing import PoolHour, meter_category, price_fleet, price_meters, price_provider
 from .records import (BASES, CATEGORIES, CHARGE_CATEGORY, DAY_US, EPOCH, FLAG_KINDS, HOUR_US, IDLE_POLICIES, KINDS,
                       LINE_KINDS, TOKEN_BUCKETS, TOKEN_METERS, VARIANCE, WORK, Allocation, AllocationError, Flag, Line,

@@ -108,8 +108,23 @@ def _place_on_days(cds: Sequence[ChargeDay], shares: Mapping[str, Decimal]) -> l
     return lines
 
 
+@dataclass(frozen=True)
+class ChargeShare:
+    """A tenant's part of one charge over the period: `charge_id`, its `category` (a line category)
+    and allocation `rule`, the `tenant` and the `amount` (Σ of its lines of that charge, exact). The
+    run records them (its summary's ``charge_shares``) so that a report can spread a tenant's shared
+    charges over its products by the rule each charge was spread over tenants with."""
+
+    charge_id: str
+    category: str
+    rule: str
+    tenant: str
+    amount: Decimal
+
+
 def _charge_lines(days: Sequence[ChargeDay], direct: Mapping[str, Decimal], tokens: Mapping[str, int],
-                  problems: dict[tuple, str]) -> tuple[list[Line], list[str]]:
+                  problems: dict[tuple, str], shares_out: list[ChargeShare] | None = None
+                  ) -> tuple[list[Line], list[str]]:
     """§4.6 Each charge goes to tenants by its rule: even (tenants with direct cost), by_cost,
     by_tokens, tenant:X, or none (unallocated). A rule with no eligible tenant books unallocated.
 
@@ -118,7 +133,7 @@ def _charge_lines(days: Sequence[ChargeDay], direct: Mapping[str, Decimal], toke
     1e-6 of its exact proportion, and under ``even`` the tenants' totals differ by at most 1e-6.
     Even charges form one running total (one for credits) in charge_id order, so the spare
     micro-units rotate over the tenants from one charge to the next instead of always going to the
-    first name."""
+    first name. Each tenant's part of each charge is appended to `shares_out` when given."""
     by_charge: dict[str, list[ChargeDay]] = defaultdict(list)
     for cd in days:
         by_charge[cd.charge_id].append(cd)
@@ -151,4 +166,7 @@ def _charge_lines(days: Sequence[ChargeDay], direct: Mapping[str, Decimal], toke
         else:
             shares = split(total, ranked)
         lines += _place_on_days(cds, shares)
+        if shares_out is not None:
+            shares_out += [ChargeShare(charge_id=cid, category=cds[0].category, rule=rule, tenant=t, amount=a)
+                           for t, a in sorted(shares.items()) if a != 0]
     return lines, [notes[k] for k in sorted(notes)]

@@ -10,12 +10,12 @@ import duckdb
 from ..hints import Hint, Hinted
 from ..instants import iso
 from ..pricebook import PriceIndex
-from .charges import _charge_lines, price_charges
+from .charges import ChargeShare, _charge_lines, price_charges
 from .engines import DUCKDB, Engine
 from .gpu import _apply_gpu_split, _gpu_groups, gpu_coefficients
 from .idle import _idle_lines
 from .lines import _direct_costs, _direct_lines, _total, check_conservation, merge
-from .period import _prepare, _regions, _tasks, _usage
+from .period import Inputs, _prepare, _regions, _tasks, _usage, inputs_in_place
 from .pricing import _Pricer, cache_write_notes, price_fleet, price_meters, price_provider
 from .records import Allocation, AllocationError, Policy, _at
 from .tables import GPU_GROUPS
@@ -44,8 +44,11 @@ from .tables import GPU_GROUPS
 
 def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, prices: PriceIndex,
              policy: Policy = Policy(), progress: Callable[[str], None] | None = None,
-             engine: Engine | None = None) -> Allocation:
+             engine: Engine | None = None, inputs: Inputs | None = None) -> Allocation:
     """Allocate ``[start, end)`` (end exclusive, UTC) over the facts visible in `con`.
+
+    `inputs` (a scenario, ``ledger.whatif``) replaces the requests and fleet relations the allocation
+    reads with SELECTs over them, for this allocation only (:class:`~.period.Inputs`; DuckDB engine).
 
     `engine` runs the per-request SQL (default: DuckDB, on `con`); with
     :class:`ledger.allocate.spark.SparkEngine` the requests, meters and outcomes are Spark's and
@@ -64,8 +67,11 @@ def allocate(con: duckdb.DuckDBPyConnection, *, start: datetime, end: datetime, 
     if problems:
         raise AllocationError(problems)
     engine = engine or DUCKDB
+    if inputs is not None and inputs.changed() and engine.name != DUCKDB.name:
+        raise AllocationError(["changed inputs (a scenario) are read on the DuckDB engine only"])
     try:
-        return _allocate(con, start, end, prices, policy, progress or (lambda _stage: None), engine)
+        with inputs_in_place(con, inputs):
+            return _allocate(con, start, end, prices, policy, progress or (lambda _stage: None), engine)
     finally:
         engine.release()
 
@@ -110,7 +116,8 @@ def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pr
     for u in usage:
         tokens[u.tenant] += u.active_tokens
     charge_problems: dict[tuple, str] = {}
-    charge_lines, notes = _charge_lines(charge_days, direct, tokens, charge_problems)
+    charge_shares: list[ChargeShare] = []
+    charge_lines, notes = _charge_lines(charge_days, direct, tokens, charge_problems, charge_shares)
     if charge_problems:
         raise AllocationError(sorted(charge_problems.values()))
     lines += charge_lines
@@ -124,7 +131,7 @@ def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pr
     return Allocation(start=start, end=end, policy=policy, price_books=tuple(prices.refs), total=total,
                       lines=merged, flags=tuple(sorted(flags, key=lambda f: (f.kind, f.pool, f.hour))),
                       notes=tuple(notes), usage=usage, tasks=_tasks(con),
-                      regions=_regions(con, start, end))
+                      regions=_regions(con, start, end), charge_shares=tuple(charge_shares))
 
 
 def _pools_without_fleet(con: duckdb.DuckDBPyConnection, fleet) -> list[tuple[str, int, int, int]]:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
@@ -12,6 +15,48 @@ from .engines import Engine
 from .pricing import _Pricer
 from .records import Policy, Tasks, Usage
 from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, TASK_COUNTS, TASK_STATE
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What an allocation reads in place of the facts it is given (a scenario: ``ledger.whatif``).
+    `requests` and `fleet`: None (the facts as given), or a DuckDB SELECT with the columns of that
+    kind (``ledger.facts.KINDS``) and ``booked_at``, which reads the facts as given under the name
+    :func:`given` of the kind (``_given_requests``). The rest of the allocation is unchanged: the same
+    statements, prices, splits and conservation over the relations these SELECTs give."""
+
+    requests: str | None = None
+    fleet: str | None = None
+
+    def changed(self) -> tuple[tuple[str, str], ...]:
+        """(kind, SELECT) of each relation replaced."""
+        return tuple((k, q) for k, q in (("requests", self.requests), ("fleet", self.fleet)) if q is not None)
+
+
+def given(kind: str) -> str:
+    """The name the facts of `kind`, as given to the allocation, have inside an :class:`Inputs` SELECT."""
+    return f"_given_{kind}"
+
+
+@contextmanager
+def inputs_in_place(con: duckdb.DuckDBPyConnection, inputs: Inputs | None) -> Iterator[None]:
+    """While the block runs, `con`'s relation of each kind `inputs` replaces is its SELECT (a temp
+    view), the relation given renamed to :func:`given`; afterwards everything is as it was."""
+    done: list[tuple[str, str]] = []
+    try:
+        for kind, select in (inputs.changed() if inputs is not None else ()):
+            row = con.execute("""SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n AND NOT internal
+                                 UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $n""",
+                              {"n": kind}).fetchone()
+            what = row[0] if row else "VIEW"
+            con.execute(f"ALTER {what} {kind} RENAME TO {given(kind)}")
+            done.append((kind, what))
+            con.execute(f"CREATE TEMP VIEW {kind} AS {select}")
+        yield
+    finally:
+        for kind, what in reversed(done):
+            con.execute(f"DROP VIEW IF EXISTS temp.{kind}")
+            con.execute(f"ALTER {what} {given(kind)} RENAME TO {kind}")
 
 
 def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, policy: Policy, pricer: _Pricer,

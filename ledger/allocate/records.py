@@ -194,8 +194,9 @@ class Allocation:
     """The result of :func:`allocate`: period ``[start, end)``, the policy, `price_books`
     (``name@version``), `total` (Σ priced resources; after a true-up, plus Σ variance), `lines`
     (Σ amount == total), `flags`, `notes`, `usage` and `tasks` (for unit economics), the `regions`
-    the priced usage ran in, and `true_up` (None, or what a true-up used and found: its bill
-    batches, map, and priced, billed and variance totals; recorded in the run's summary)."""
+    the priced usage ran in, `true_up` (None, or what a true-up used and found: its bill
+    batches, map, and priced, billed and variance totals; recorded in the run's summary) and
+    `charge_shares` (each tenant's part of each shared charge, :class:`~ledger.allocate.charges.ChargeShare`)."""
 
     start: datetime
     end: datetime
@@ -209,6 +210,7 @@ class Allocation:
     tasks: tuple[Tasks, ...]
     regions: tuple[str, ...] = ()
     true_up: dict | None = None
+    charge_shares: tuple = ()
 
     @property
     def currency(self) -> str:

@@ -16,7 +16,7 @@ from . import Budget, budget, compare, load_plan
 
 #: How `ledger budget` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
 #: A plan's pool takes `repair = true` where `ledger size` takes --repair.
-NAMES = {"percentile": "--percentile", "repair": "set repair = true"}
+NAMES = {"percentile": "--percentile", "repair": "set repair = true", "from": "--from", "to": "--to"}
 
 
 class _DefaultGroup(TyperGroup):
@@ -96,11 +96,17 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
                                                              help="deprecated spelling of --scenario"),
                  as_json: bool = typer.Option(False, "--json", help="print the budget as JSON (money as strings)"),
                  as_csv: bool = typer.Option(False, "--csv", help="print month x scenario x category as CSV"),
+                 first: Optional[str] = typer.Option(None, "--from", metavar="YYYY-MM",
+                                                     help="the first month shown (default: the plan's first); "
+                                                          "volumes still grow from the plan's start"),
+                 last: Optional[str] = typer.Option(None, "--to", metavar="YYYY-MM",
+                                                    help="the last month shown (default: the plan's last)"),
                  xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the budget workbook to FILE"),
                  locale: str = typer.Option("en_US", "--locale", help="locale of the workbook's currency formats"),
                  pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                  help=_BOOKS_HELP)) -> None:
-    """Size every pool month by month, price every month with the prices in force, per scenario."""
+    """Size every pool month by month, price every month with the prices in force, per scenario, with
+    quarterly subtotals; --from and --to show a window of the plan's months."""
     from .render import budget_as_csv, budget_as_json, budget_as_table
     from ..export.safe import OutputError, check_output_path
     from ..export.xlsx import LocaleError, check_locale
@@ -116,6 +122,8 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
         except (LocaleError, OutputError) as e:
             console.fail(str(e))
     b = compute(plan, scenarios, pricebooks)
+    if first is not None or last is not None:
+        b = b.windowed(first, last)  # a BudgetError is printed by the root, one line per problem
     version = _version()
     if xlsx is not None:
         from ..export.budget_xlsx import budget_as_xlsx

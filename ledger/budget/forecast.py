@@ -145,10 +145,56 @@ class Budget:
     price_books: tuple[str, ...]
     generated_at: datetime | None = None
     book_details: tuple[tuple[str, str, str], ...] = ()
+    window: tuple[str, str] | None = None
 
     @property
     def currency(self) -> str:
         return self.plan.currency
+
+    @property
+    def months(self) -> tuple[str, ...]:
+        """The months shown: the plan's, or those of its `window` (first, last; both included). The
+        volumes still grow from the plan's first month (:attr:`Plan.months` [0])."""
+        if self.window is None:
+            return self.plan.months
+        first, last = self.window
+        return tuple(m for m in self.plan.months if first <= m <= last)
+
+    def windowed(self, first: str | None, last: str | None) -> "Budget":
+        """The budget shown from month `first` to `last` (either None: the plan's first or last): the
+        same forecast, priced from the plan's start, its rows cut to the window. BudgetError when a
+        month is not one of the plan's or the window is empty."""
+        from dataclasses import replace
+
+        from ..hints import Hint, Hinted
+        from .plan import BudgetError
+
+        months = self.plan.months
+        start, end = Hint("from", "the first month"), Hint("to", "the last month")
+        problems = [Hinted(hint, f" {m}: not a month of the plan ({months[0]} to {months[-1]})")
+                    for hint, m in ((start, first), (end, last)) if m is not None and m not in months]
+        first, last = first or months[0], last or months[-1]
+        if not problems and first > last:
+            problems.append(Hinted(start, f" {first} is after ", end, f" {last}: the window has no month"))
+        if problems:
+            raise BudgetError(problems)
+        inside = (lambda m: first <= m <= last)  # noqa: E731
+        return replace(self, window=(first, last), gpu=tuple(g for g in self.gpu if inside(g.month)),
+                       variable=tuple(v for v in self.variable if inside(v.month)),
+                       charges=tuple(c for c in self.charges if inside(c.month)))
+
+    def quarters(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The calendar quarters the shown months fall in, in order, each with its shown months:
+        ``[("2027-Q1", ("2027-01", "2027-02", "2027-03")), ...]`` (a quarter the window or the plan
+        cuts holds fewer than three)."""
+        out: dict[str, list[str]] = {}
+        for m in self.months:
+            out.setdefault(quarter_of(m), []).append(m)
+        return [(q, tuple(ms)) for q, ms in out.items()]
+
+    def months_after_start(self, month: str) -> int:
+        """How many months of growth `month` has had: 0 for the plan's first month."""
+        return self.plan.months.index(month)
 
     def by_category(self, scenario: str, month: str) -> dict[str, Decimal]:
         """Cost per category (every category, zeros included) of one scenario and month."""
@@ -165,5 +211,10 @@ class Budget:
         return out
 
     def total(self, scenario: str, month: str | None = None) -> Decimal:
-        months = [month] if month else self.plan.months
+        months = [month] if month else self.months
         return sum((sum(self.by_category(scenario, m).values(), ZERO) for m in months), ZERO)
+
+
+def quarter_of(month: str) -> str:
+    """The calendar quarter of a month ``YYYY-MM``: ``2027-02`` is ``2027-Q1``."""
+    return f"{month[:4]}-Q{(int(month[5:7]) - 1) // 3 + 1}"

@@ -13,14 +13,15 @@ from pathlib import Path
 from rich.text import Text
 
 from ..allocate import CATEGORIES
-from ..formats import MISSING, count, figures, money, percent
+from ..formats import (MISSING, count, display_column, display_difference, display_groups, display_table, figures,
+                       money, percent)
 from ..instants import iso
 from ..money import fmt
 from ..outputs import csv_text
 from ..tables import FitTable, paragraph
 from .actuals import CompareRow, Comparison
 from .drivers import DRIVERS, DriverRow, Drivers
-from .forecast import Budget
+from .forecast import Budget, quarter_of
 from .matching import DIMENSIONS, Matching
 
 
@@ -35,28 +36,38 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
     (money as decimal strings), totals per scenario, every detail row, and the provenance."""
     summary = []
     for s in b.scenarios:
-        for m in b.plan.months:
+        for m in b.months:
             cats = b.by_category(s.name, m)
-            summary.append({"scenario": s.name, "month": m, "by_category": {c: fmt(v) for c, v in cats.items()},
+            summary.append({"scenario": s.name, "month": m, "quarter": quarter_of(m),
+                            "months_after_start": b.months_after_start(m),
+                            "by_category": {c: fmt(v) for c, v in cats.items()},
                             "total": fmt(sum(cats.values(), Decimal(0)))})
+    quarters = []
+    for s in b.scenarios:
+        for q, months in b.quarters():
+            cats = _sum_categories(b, s.name, months)
+            quarters.append({"scenario": s.name, "quarter": q, "months": list(months), "complete": len(months) == 3,
+                             "by_category": {c: fmt(v) for c, v in cats.items()},
+                             "total": fmt(sum(cats.values(), Decimal(0)))})
     totals = {}
     for s in b.scenarios:
-        cats = {c: Decimal(0) for c in CATEGORIES}
-        for m in b.plan.months:
-            for c, v in b.by_category(s.name, m).items():
-                cats[c] += v
+        cats = _sum_categories(b, s.name, b.months)
         totals[s.name] = {"by_category": {c: fmt(v) for c, v in cats.items()},
                           "total": fmt(sum(cats.values(), Decimal(0)))}
     return {
         "report": "budget",
         "plan": b.plan.name,
         "currency": b.currency,
-        "months": list(b.plan.months),
+        "months": list(b.months),
+        "window": {"from": b.months[0], "to": b.months[-1]},
+        "plan_months": {"from": b.plan.months[0], "to": b.plan.months[-1],
+                        "growth_from": b.plan.months[0]},
         "hours_per_month": "actual" if b.plan.hours_per_month is None else _num(b.plan.hours_per_month),
         "status": b.status,
         "scenarios": [{"name": s.name, "traffic": _num(s.traffic), "output_length": _num(s.output_length),
                        "cache_hit_rate": _num(s.cache_hit_rate), "prices": _num(s.prices)} for s in b.scenarios],
         "summary": summary,
+        "quarters": quarters,
         "totals": totals,
         "pools": [{"scenario": g.scenario, "pool": g.pool, "month": g.month, "from": iso(g.start), "to": iso(g.end),
                    "status": g.status, "tpm": g.tpm, "replicas_serving": g.serving, "replicas_reserve": g.reserve,
@@ -92,6 +103,28 @@ def budget_as_json(b: Budget, *, version: str = "") -> dict:
     }
 
 
+def _sum_categories(b: Budget, scenario: str, months) -> dict[str, Decimal]:
+    """The cost per category of `scenario` over `months`, exactly."""
+    cats = {c: Decimal(0) for c in CATEGORIES}
+    for m in months:
+        for c, v in b.by_category(scenario, m).items():
+            cats[c] += v
+    return cats
+
+
+def growth_note(b: Budget) -> str:
+    """Why a month's numbers depend on the plan's start: every volume (TPM, tokens, meters) is the
+    plan's first month's and compounds monthly by its growth from there (docs/budgets.md)."""
+    first = b.months[0]
+    n = b.months_after_start(first)
+    rates = sorted({x.growth for x in (*b.plan.pools, *b.plan.tokens, *b.plan.meters) if x.growth}, reverse=True)
+    factors = ", ".join(f"{percent(g)} a month: x{_num((1 + g) ** n)}" for g in rates)
+    head = f"volumes are those of the plan's first month, {b.plan.months[0]}, grown monthly from there (compounding)"
+    if n:
+        head += f"; {first} is {count(n)} month{'s' if n != 1 else ''} after it" + (f" ({factors})" if factors else "")
+    return head + "; moving the plan's start moves every month's volumes (a window of months leaves it where it is)"
+
+
 def _csv(rows: list[dict]) -> str:
     """Every field quoted, text neutralized, the money and ratio columns kept numbers (ledger.outputs)."""
     return csv_text(list(rows[0]), rows, numeric=_NUMERIC) if rows else ""
@@ -107,7 +140,11 @@ def budget_as_csv(b: Budget) -> str:
     for s in doc["summary"]:
         rows.append({"plan": b.plan.name, "currency": b.currency, "status": b.status, "scenario": s["scenario"],
                      "month": s["month"], **s["by_category"], "total": s["total"],
-                     "price_books": " ".join(b.price_books)})
+                     "price_books": " ".join(b.price_books), "quarter": s["quarter"], "row": "month"})
+    for q in doc["quarters"]:  # the quarterly subtotals, after the months
+        rows.append({"plan": b.plan.name, "currency": b.currency, "status": b.status, "scenario": q["scenario"],
+                     "month": "", **q["by_category"], "total": q["total"],
+                     "price_books": " ".join(b.price_books), "quarter": q["quarter"], "row": "quarter"})
     return _csv(rows)
 
 
@@ -117,27 +154,32 @@ def budget_as_table(b: Budget) -> list[FitTable]:
     all months, and the GPUs of every pool per month (scenarios side by side)."""
     names = [s.name for s in b.scenarios]
     head = f"budget {b.plan.name} · {b.currency} · sizing {b.status}"
-    by_month = FitTable(title=f"{head} · total by month", title_justify="left")
+    quarters = b.quarters()
+    cut = "; ".join(f"{q} has {count(len(ms))} of its 3 months here" for q, ms in quarters if len(ms) != 3)
+    by_month = FitTable(title=f"{head} · total by month and quarter", title_justify="left",
+                        caption=growth_note(b) + (f"\n{cut}" if cut else ""))
     by_month.add_column("month", numeric=False)
     for n in names:
         by_month.add_column(n)
-    for m in b.plan.months:
-        by_month.add_row(m, *(money(b.total(n, m)) for n in names))
-    by_month.add_row("total", *(money(b.total(n)) for n in names), style="bold")
+    # display rounding: each quarter's months add up to its subtotal, the subtotals to the total
+    shown = {n: display_groups([[b.total(n, m) for m in months] for _, months in quarters]) for n in names}
+    for k, (q, months) in enumerate(quarters):
+        for i, m in enumerate(months):
+            by_month.add_row(m, *(money(shown[n][0][k][i]) for n in names))
+        by_month.add_row(q, *(money(shown[n][1][k]) for n in names), style="bold")
+    by_month.add_row("total", *(money(shown[n][2]) for n in names), style="bold")
 
-    by_cat = FitTable(title=f"{head} · total by category, {b.plan.months[0]} to {b.plan.months[-1]}",
+    by_cat = FitTable(title=f"{head} · total by category, {b.months[0]} to {b.months[-1]}",
                       title_justify="left")
     by_cat.add_column("category", numeric=False)
     for n in names:
         by_cat.add_column(n)
-    sums = {n: {c: Decimal(0) for c in CATEGORIES} for n in names}
-    for n in names:
-        for m in b.plan.months:
-            for c, v in b.by_category(n, m).items():
-                sums[n][c] += v
-    for c in CATEGORIES:
+    sums = {n: _sum_categories(b, n, b.months) for n in names}
+    cat_shown = {n: display_column([sums[n][c] for c in CATEGORIES]) for n in names}
+    for i, c in enumerate(CATEGORIES):
         if any(sums[n][c] for n in names):
-            by_cat.add_row(c, *(money(sums[n][c]) for n in names))
+            by_cat.add_row(c, *(money(cat_shown[n][0][i]) for n in names))
+    by_cat.add_row("total", *(money(cat_shown[n][1]) for n in names), style="bold")
 
     gpus = FitTable(title=f"GPUs per pool ({' / '.join(names)})", title_justify="left")
     gpus.add_column("month", numeric=False)
@@ -153,7 +195,7 @@ def budget_as_table(b: Budget) -> list[FitTable]:
         key = (g.scenario, g.pool, g.month)
         if g.start == first[key]:
             n_gpus[key] = n_gpus.get(key, 0) + g.gpus
-    for m in b.plan.months:
+    for m in b.months:
         gpus.add_row(m, *(" / ".join(count(n_gpus[(n, p, m)]) if (n, p, m) in n_gpus else MISSING for n in names)
                           for p in pools))
     return [by_month, by_cat] + ([gpus] if pools else [])
@@ -211,12 +253,30 @@ def comparison_as_table(c: Comparison) -> FitTable:
     t.add_column("", numeric=False)
     for name in ("forecast", "actual", "error", "error %"):
         t.add_column(name)
+    shown = comparison_display(c)
     for r in (*c.rows, c.total):
         if r.dimension == "category" and not r.forecast and not r.actual:
             continue
-        t.add_row(r.dimension, r.key, money(r.forecast), money(r.actual), money(r.error, signed=True),
+        f, a = shown[(r.dimension, r.key)]
+        t.add_row(r.dimension, r.key, money(f), money(a), money(a - f, signed=True),
                   percent(r.relative, signed=True), style="bold" if r.dimension == "total" else None)
     return t
+
+
+def comparison_display(c: Comparison, places: int = 2) -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
+    """The forecast and actual of every row as printed (display rounding, :mod:`ledger.formats`):
+    the categories' columns add up to the total row, the pools' are a column of their own; a row's
+    error is printed as its printed actual minus its printed forecast, so an error beside two
+    totals is their printed difference."""
+    out = {}
+    for dim in ("category", "pool"):
+        rows = [r for r in c.rows if r.dimension == dim]
+        fs, f_total = display_column([r.forecast for r in rows], places)
+        as_, a_total = display_column([r.actual for r in rows], places)
+        out.update({(dim, r.key): (f, a) for r, f, a in zip(rows, fs, as_)})
+        if dim == "category":
+            out[(c.total.dimension, c.total.key)] = (f_total, a_total)
+    return out
 
 
 # ---- the forecast-error drivers of `ledger budget compare` -------------------------------------
@@ -300,16 +360,27 @@ def drivers_as_table(d: Drivers, currency: str) -> FitTable:
         t.add_column(r.key)
     t.add_column("other")
     t.add_column("total")
-    other = sum((c.other for c in d.categories), Decimal(0))
 
     def row(values) -> list[str]:
         return [money(v, signed=True) for v in values]
 
-    t.add_row("error", *row([*(r.error for r in d.items), other, d.total.error]), style="bold")
-    for name in DRIVERS:
-        t.add_row(name.replace("_", " "), *row([*(getattr(r, name) for r in d.items),
-                                                other if name == "other" else Decimal(0), getattr(d.total, name)]))
+    for i, (name, values) in enumerate(drivers_display(d)):
+        t.add_row(name, *row(values), style="bold" if i == 0 else None)
     return t
+
+
+def drivers_display(d: Drivers, places: int = 2) -> list[tuple[str, list[Decimal]]]:
+    """The drivers table as printed, on every surface (this table, the dashboard's): the `error`
+    row then one row per driver, each with a cell per item (plan pools and provider models), `other`
+    and the total. Display rounding both ways (:func:`ledger.formats.display_table`): each column's
+    drivers add up to its printed error, each driver's row to its printed total, and the total error
+    is the comparison's, the printed actual minus the printed forecast."""
+    other = sum((c.other for c in d.categories), Decimal(0))
+    exact = [[*(getattr(r, name) for r in d.items), other if name == "other" else Decimal(0)] for name in DRIVERS]
+    total_error = display_difference(d.total.actual, d.total.forecast, places)[2]
+    cells, by_driver, errors, total = display_table(exact, places, total=total_error)
+    return [("error", [*errors, total]),
+            *((name.replace("_", " "), [*shown, t]) for name, shown, t in zip(DRIVERS, cells, by_driver))]
 
 
 def drivers_notes(d: Drivers) -> list[Text]:
@@ -321,8 +392,10 @@ def drivers_notes(d: Drivers) -> list[Text]:
         if r.dimension == "pool":
             tpm, osl, hours = _pair(*m["tpm"]), _pair(*m["osl"]), _pair(*m["gpu_hours"])
             out.append(f"{r.key}: TPM {tpm[1]} ({d.statistic}) vs {tpm[0]} planned; output tokens per request "
-                       f"{osl[1]} vs {osl[0]}; GPUs at the actual traffic {count(m['gpus'][1])} vs "
-                       f"{count(m['gpus'][0])} planned; GPU-hours {hours[1]} vs {hours[0]} planned")
+                       f"{osl[1]} vs {osl[0]}; GPUs {count(m['gpus'][0])} planned, "
+                       f"{count(m['gpus_at_traffic'][1])} at the actual traffic (the month's requests at the "
+                       f"planned output length), {count(m['gpus'][1])} at the actual TPM (traffic and output "
+                       f"length); GPU-hours {hours[1]} vs {hours[0]} planned")
         else:
             inp, out_tok = _pair(*m["input_tokens"]), _pair(*m["output_tokens"])
             out.append(f"{r.key}: input tokens {inp[1]} vs {inp[0]} planned; cached share "

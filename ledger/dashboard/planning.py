@@ -179,19 +179,61 @@ def budget_workbook(b: Budget, *, locale: str) -> bytes:
                           version=runs.code_version())
 
 
-def forecast_vs_actual(b: Budget, s: Session, *, run_id: str, scenario: str = "base") -> Comparison:
-    """``ledger budget compare``: the plan's month of the run's period beside the run's lines.
-    BudgetError when the run is not a calendar month of the plan, or not in the plan's currency."""
+def forecast_vs_actual(b: Budget, s: Session, *, run_id: str, scenario: str = "base", index: PriceIndex | None = None,
+                       home: Path | None = None, statistic: str = "p99") -> Comparison:
+    """``ledger budget compare``: the plan's month of the run's period beside the run's lines, with
+    the error split into drivers when the PriceIndex the budget was priced with is given (the
+    month's usage read from the facts of `home`, at the TPM `statistic`, as the command's
+    ``--percentile``). BudgetError when the run is not a calendar month of the plan, or not in the
+    plan's currency."""
+    from ..budget.usage import month_actuals
+
     stored = runs.load_run(s, run_id=run_id)
     month = period_name(stored.run.period_start, stored.run.period_end)
+    actuals = None
+    if index is not None and month in b.plan.months:
+        actuals = month_actuals(s, b, month=month, scenario=scenario, statistic=statistic, home=home)
     return compare(b, month=month, lines=stored.lines, run_id=stored.run.id, run_currency=stored.run.currency,
-                   price_books=stored.summary.get("price_books", []), scenario=scenario)
+                   price_books=stored.summary.get("price_books", []), scenario=scenario, actuals=actuals,
+                   index=index)
 
 
-def comparison_frame(c: Comparison) -> pd.DataFrame:
+def drivers_frame(c: Comparison, places: int = 2) -> pd.DataFrame | None:
+    """Why the forecast missed (``ledger budget compare``'s drivers table), as printed: a row per
+    `driver` (the error first), a column per plan pool and provider model, `other` and `total`, Decimal
+    cells display-rounded to `places` so that every column adds up to its error and every row to its
+    total (:func:`ledger.budget.render.drivers_display`). None without drivers."""
+    from ..budget.render import drivers_display
+
+    if c.drivers is None:
+        return None
+    columns = [*(r.key for r in c.drivers.items), "other", "total"]
+    rows = [{"driver": name, **dict(zip(columns, values))} for name, values in drivers_display(c.drivers, places)]
+    return pd.DataFrame(rows, columns=["driver", *columns])
+
+
+def drivers_notes(c: Comparison) -> list[str]:
+    """The lines under the CLI's drivers table: what was set beside the plan per item, what `other`
+    holds, and the notes."""
+    from ..budget.render import drivers_notes as notes
+
+    return [] if c.drivers is None else [t.plain for t in notes(c.drivers)]
+
+
+def comparison_frame(c: Comparison, places: int = 2) -> pd.DataFrame:
     """Forecast vs actual per category, per pool and in total (``ledger budget compare --json``):
     dimension, key, forecast, actual, error = actual - forecast (Decimal), relative_error
-    (Decimal or None) and the reason when it is undefined."""
+    (Decimal or None) and the reason when it is undefined; then `forecast_shown`, `actual_shown` and
+    `error_shown`, the three as printed at `places` decimals (display rounding: the categories add up
+    to the total row, and an error is its printed actual minus its printed forecast,
+    :func:`ledger.budget.render.comparison_display`)."""
+    from ..budget.render import comparison_display
+
+    shown = comparison_display(c, places)
     rows = [{"dimension": r.dimension, "key": r.key, "forecast": r.forecast, "actual": r.actual, "error": r.error,
-             "relative_error": r.relative, "reason": r.reason} for r in (*c.rows, c.total)]
-    return pd.DataFrame(rows, columns=["dimension", "key", "forecast", "actual", "error", "relative_error", "reason"])
+             "relative_error": r.relative, "reason": r.reason, "forecast_shown": shown[(r.dimension, r.key)][0],
+             "actual_shown": shown[(r.dimension, r.key)][1],
+             "error_shown": shown[(r.dimension, r.key)][1] - shown[(r.dimension, r.key)][0]}
+            for r in (*c.rows, c.total)]
+    return pd.DataFrame(rows, columns=["dimension", "key", "forecast", "actual", "error", "relative_error", "reason",
+                                       "forecast_shown", "actual_shown", "error_shown"])

@@ -109,18 +109,20 @@ def period_name(start: datetime, end: datetime) -> str:
 
 def runs_frame(s: Session) -> pd.DataFrame:
     """Every run, newest first: run_id, period (name), start, end, created_at, currency, total
-    (Decimal), idle_policy, basis, price_books, code_version, and `current` (the newest of its period)."""
-    rows, seen = [], set()
-    for r in runs.list_runs(s):
-        key = (r.period_start, r.period_end)
-        rows.append({"run_id": r.id, "period": period_name(r.period_start, r.period_end), "start": r.period_start,
-                     "end": r.period_end, "created_at": r.created_at, "currency": r.currency, "total": r.total,
-                     "idle_policy": r.idle_policy, "basis": r.basis,
-                     "price_books": ", ".join(reports.runs_as_json([r])[0]["price_books"]),
-                     "code_version": r.code_version, "current": key not in seen})
-        seen.add(key)
+    (Decimal), idle_policy, basis, price_books, code_version, `current` (the run reports read: the
+    final run of a signed month, else the newest of its period), `role` (current, final, after
+    close, superseded or empty: :func:`ledger.runs.run_roles`), `kind` (allocation or true-up) and
+    `close` (the period's close as every surface says it: "closed by NAME at T, final run R" or
+    "open")."""
+    found = runs.list_runs(s)
+    docs = reports.runs_as_json(found, store.closings(s, {store.month_of(r.period_start) for r in found}))
+    rows = [{"run_id": r.id, "period": period_name(r.period_start, r.period_end), "start": r.period_start,
+             "end": r.period_end, "created_at": r.created_at, "currency": r.currency, "total": r.total,
+             "idle_policy": r.idle_policy, "basis": r.basis, "price_books": ", ".join(d["price_books"]),
+             "code_version": r.code_version, "current": d["role"] in ("current", "final"), "role": d["role"],
+             "kind": d["kind"], "close": d["close"]["text"]} for r, d in zip(found, docs)]
     cols = ["run_id", "period", "start", "end", "created_at", "currency", "total", "idle_policy", "basis",
-            "price_books", "code_version", "current"]
+            "price_books", "code_version", "current", "role", "kind", "close"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -57,3 +57,21 @@ def lengths_frame(w: Workload) -> pd.DataFrame:
     """Tokens per request: tokens (input | output), p50, p95, p99, max, mean (at 3 decimals, as the JSON)."""
     return pd.DataFrame([{"tokens": name, **{k: round(v, 3) for k, v in p.as_dict().items()}}
                          for name, p in (("input", w.input_len), ("output", w.output_len))])
+
+
+#: The percentile of the hour-of-week means at which the heatmap's colour scale stops.
+CLIP_PERCENTILE = 99
+
+
+def color_clip(values) -> float | None:
+    """The top of the hour-of-week heatmap's colour scale: the :data:`CLIP_PERCENTILE` th percentile
+    of the hours' means (linear interpolation), so that one exceptional hour (a Sunday re-index)
+    does not wash out the other 167; None when no hour has traffic or when clipping changes nothing
+    (the maximum is the percentile)."""
+    import numpy as np
+
+    seen = np.array([float(v) for v in values if v is not None and v == v], dtype=float)
+    if not seen.size or seen.max() <= 0:
+        return None
+    top = float(np.percentile(seen, CLIP_PERCENTILE))
+    return top if 0 < top < float(seen.max()) else None

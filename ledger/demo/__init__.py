@@ -1,4 +1,5 @@
-"""The demo month: October 2026 of a small inference fleet, built from the Azure LLM inference trace.
+"""The demo: October 2026 of a small inference fleet (and August and September before it, for the
+trend), built from the Azure LLM inference trace.
 
 Submodules: ``month`` (the settings of the month), ``traffic`` (requests and tasks replayed from the
 trace), ``writers`` (the usage CSVs), ``inputs`` (fleet and charge rows, :func:`build_inputs`),
@@ -9,11 +10,11 @@ a fresh ledger home, books, dimensions, ingest, allocation).
 from .inputs import (CANARY_HOURS, CANARY_START, CHARGES, QUARTER_END, DemoInputs, build_inputs, charge_rows,
                      fleet_rows)
 from .month import (BATCHES, CONV_PRODUCTS, DATA_DIR, GROWTH, HOUR_US, HOURS, KINDS, LOG_BYTES_PER_REQUEST,
-                    MONTH_END, MONTH_START, OVERLOAD_TIMEOUT, OVERLOADED_SUNDAY, PAYLOAD_BYTES, PERIOD, POOLS,
+                    MONTH_END, MONTH_START, MONTHS, NEW_TENANT, OCTOBER, OVERLOAD_TIMEOUT, OVERLOADED_SUNDAY, PAYLOAD_BYTES, PERIOD, POOLS,
                     PRODUCT_NAMES, PRODUCTS, PROVIDER, PROVIDER_MODEL, RATE, REGION, ROUTES, SEED, SPANS, STATUS,
                     STREAM_BYTES_PER_TOKEN, STREAM_TENANTS, SUCCESS, SUNDAYS, TASKS, TENANT_NAMES, TENANTS,
-                    TRACE_FILES, WEEKDAYS, WEEKEND, Batch, Pool)
+                    TRACE_FILES, WEEKDAYS, WEEKEND, Batch, Month, Pool)
 from .home import check_home, is_ledger_db
-from .runner import DemoError, DemoResult, display_path, existing_data, run_demo, wipe_home
+from .runner import DEMO_BOOK, DemoError, DemoResult, display_path, existing_data, run_demo, wipe_home
 from .traffic import (DECIDED, DELAY, OUTCOME, PRODUCT, SELECT, STATUS_U, TASK, TENANT, Trace, hourly_rate,
                       load_traces, uniform)

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from .. import config, console, demo
-from ..formats import count, money, percent, plural, unit_costs
+from ..formats import count, display_column, display_groups, money, percent, plural, unit_costs
 from ..tables import FitTable
 
 KIND_LABELS = {"fleet": "fleet intervals", "requests": "requests", "outcomes": "task outcomes",
@@ -34,28 +34,36 @@ def _table(title: str, first: str, *numbers: str, caption: str | None = None) ->
     return t
 
 
-def _pct(part: Decimal, whole: Decimal) -> str:
-    return percent(part / whole if whole else None)
-
-
 def _tables(doc: dict) -> list[FitTable]:
-    """Where the demo month's money went, for a person: by category, what is on no tenant (or
-    failed), and by tenant with tasks and the cost per success (one rule for the column)."""
+    """Where the demo month's money went, for a person: by category, on tenants or not, and by
+    tenant with tasks and the cost per success (one rule for the column). Every table carries a
+    totals row, and its amounts are display-rounded (:func:`ledger.formats.display_column`): the
+    printed parts add up to the printed total, which is the run total rounded."""
     cur = doc["currency"]
     t = _table(f"by category ({cur})", "category", "amount")
-    for c, v in doc["by_category"].items():
-        if Decimal(v):
-            t.add_row(c, money(Decimal(v)))
-    t.add_row("total", money(Decimal(doc["total"])), style="bold")
+    cats = [(c, Decimal(v)) for c, v in doc["by_category"].items()]
+    shown, total_shown = display_column([v for _, v in cats])
+    for (c, v), s in zip(cats, shown):
+        if v:
+            t.add_row(c, money(s))
+    t.add_row("total", money(total_shown), style="bold")
     tables = [t]
 
     by_kind, total = doc["by_kind"], Decimal(doc["total"])
-    t = _table(f"idle, unallocated and failed work ({cur})", "not on a tenant, or failed", "amount", "of total")
-    for label, v in (("idle slack (unused serving capacity)", by_kind["idle_slack"]),
-                     ("idle reserve (failure, canary, warm, maintenance)", by_kind["idle_reserve"]),
-                     ("unallocated (charges with rule none)", by_kind["unallocated"]),
-                     ("failed work (stays on its tenants)", doc["failed_work"])):
-        t.add_row(label, money(Decimal(v)), _pct(Decimal(v), total))
+    tenants = [Decimal(r["cost"]) for r in doc["tenants"]]
+    # the run total in four parts (the tenants', idle slack, idle reserve, unallocated), the tenants'
+    # part adding up in the tenants table below to the same printed amount
+    kinds = [("idle slack (unused serving capacity)", Decimal(by_kind["idle_slack"])),
+             ("idle reserve (failure, canary, warm, maintenance)", Decimal(by_kind["idle_reserve"])),
+             ("unallocated (charges with rule none)", Decimal(by_kind["unallocated"]))]
+    groups, subtotals, grand = display_groups([tenants, *([v] for _, v in kinds)])
+    t = _table(f"where the money went ({cur})", "on tenants, or not", "amount", "of total")
+    parts = [sum(tenants, Decimal(0)), *(v for _, v in kinds)]
+    # the shares too add up to 100.0% as printed (a ratio at 3 decimals is a percentage at 1)
+    shares, _ = display_column([p / total for p in parts] if total else [None] * len(parts), 3)
+    for label, s, share in zip(["tenants (failed work included)", *(k for k, _ in kinds)], subtotals, shares):
+        t.add_row(label, money(s), percent(share))
+    t.add_row("total", money(grand), percent(Decimal(1) if total else None), style="bold")
     tables.append(t)
 
     pers = [None if r["cost_per_successful_task"] is None else Decimal(r["cost_per_successful_task"])
@@ -64,13 +72,23 @@ def _tables(doc: dict) -> list[FitTable]:
                   if r["cost_per_successful_task"] is None})
     t = _table(f"tenants ({cur}; success criteria: {', '.join(doc['success_criteria'])})", "tenant", "cost",
                "failed work", "tasks ok", "tasks failed", "cost per success (own cost)",
-               caption=f"undefined: {'; '.join(why)}" if why else None)
-    for r, per in zip(doc["tenants"], unit_costs(pers)):
-        tasks = r["tasks"] or {"success": 0, "failure": 0, "unknown": 0}
-        t.add_row(r["tenant"], money(Decimal(r["cost"])), money(Decimal(r["failed_work"])), count(tasks["success"]),
-                  count(tasks["failure"]), "undefined" if r["cost_per_successful_task"] is None else per)
+               caption="; ".join([*([f"undefined: {'; '.join(why)}"] if why else []),
+                                  f"failed work is part of cost; {FAILED_NOTE}"]))
+    failed, failed_total = display_column([Decimal(r["failed_work"]) for r in doc["tenants"]])
+    tasks = [r["tasks"] or {"success": 0, "failure": 0, "unknown": 0} for r in doc["tenants"]]
+    for r, cost, fail, tk, per in zip(doc["tenants"], groups[0], failed, tasks, unit_costs(pers)):
+        t.add_row(r["tenant"], money(cost), money(fail), count(tk["success"]), count(tk["failure"]),
+                  "undefined" if r["cost_per_successful_task"] is None else per)
+    ok = sum(tk["success"] for tk in tasks)
+    t.add_row("total", money(subtotals[0]), money(failed_total), count(ok), count(sum(tk["failure"] for tk in tasks)),
+              unit_costs([sum(tenants, Decimal(0)) / ok if ok else None])[0] if ok else "undefined", style="bold")
     tables.append(t)
     return tables
+
+
+#: What the tenants table's totals row means in its last column.
+FAILED_NOTE = ("the total's cost per success is the tenants' cost over their successful tasks (the all-in "
+               "figure below also counts idle and unallocated)")
 
 
 def _dashboard_command(home: Path, home_given: bool) -> str:

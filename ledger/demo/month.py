@@ -1,7 +1,8 @@
 """The demo month's settings: period, tenants and products, pools, traffic shares, outcomes and batch jobs."""
 from __future__ import annotations
 
-# The demo month: October 2026 of a small inference fleet, built from the Azure LLM inference trace.
+# The demo month: October 2026 of a small inference fleet, built from the Azure LLM inference trace,
+# with the two months before it (August and September) for the month-over-month trend.
 #
 # :func:`build_inputs` writes the five input files of DESIGN §3 (fleet, requests, outcomes, meters,
 # charges) as CSV into a folder. It is a pure function of the shipped trace (``ledger/data``, see
@@ -39,6 +40,18 @@ from __future__ import annotations
 #   10-prompt run, so a low figure for that GPU; it is the measurement we have.
 #
 # No price book shipped with the project carries an FX rate, so every charge is in USD.
+#
+# The months before October (``MONTHS``): August and September are built by the same rules, with
+# their own draws (the keys of their random choices carry the month), at a lower traffic level (the
+# fleet grows into October), their own Sunday re-index and weekday CI jobs (every re-index
+# pre-scaled; no canary), the same charges dated in their month, and two changes on the way to
+# October: hooli is first seen in September (its traffic and its vector store start then), and the
+# openai account's gpt-5 rate of August (the demo's own book ``ledger/data/demo-openai-account.toml``,
+# provider openai, in force until 2026-09-01) gives way to the list price from September. October is
+# built exactly as it always was (same rows, same ids, same prices): the ids of the earlier months
+# carry their month (``acme-chat-2026-08-000123``, ``h100-chat-serve-2026-08``) where October's ids
+# never did, and a task of an earlier month whose outcome would be decided after its month's end
+# gets none (it stays unknown), so no outcome of August or September falls into October.
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -143,17 +156,77 @@ class Batch:
     timeout: float
 
 
-def _days() -> list[datetime]:
-    return [MONTH_START + timedelta(days=i) for i in range((MONTH_END - MONTH_START).days)]
+@dataclass(frozen=True)
+class Month:
+    """One month the demo builds: `label` (``YYYY-MM``), ``[start, end)`` in UTC, `tag` (what its ids
+    carry: empty for October, whose ids never carried one, else the label), `salt` (mixed into the
+    keys of its random choices: 0 for October, so its draws are the ones they always were), traffic
+    `level` (a factor on :data:`RATE`), the `tenants` with traffic in it, and whether its last
+    Sunday's re-index ran without its pre-scaled GPU (`overloaded`) and the canary ran (`canary`)."""
+
+    label: str
+    start: datetime
+    end: datetime
+    tag: str
+    salt: int
+    level: float
+    tenants: tuple[str, ...]
+    overloaded: bool
+    canary: bool
+
+    @property
+    def hours(self) -> int:
+        return int((self.end - self.start).total_seconds() // 3600)
+
+    def days(self) -> list[datetime]:
+        return [self.start + timedelta(days=i) for i in range((self.end - self.start).days)]
+
+    @property
+    def sundays(self) -> list[datetime]:
+        return [d for d in self.days() if d.weekday() == 6]
+
+    @property
+    def weekdays(self) -> list[datetime]:
+        return [d for d in self.days() if d.weekday() < 5]
+
+    @property
+    def overloaded_sunday(self) -> datetime | None:
+        """The Sunday whose re-index ran without its pre-scaled GPU (October's last), or None."""
+        return self.sundays[-1] if self.overloaded else None
+
+    def ident(self, base: str) -> str:
+        """An id of this month: `base` as October has it, with ``-<label>`` before it otherwise."""
+        return f"{base}-{self.tag}" if self.tag else base
+
+    @property
+    def batches(self) -> tuple[Batch, ...]:
+        """The scheduled jobs: umbrella's Sunday re-index at 14:00 UTC, initech's weekday CI at 02:00."""
+        over = self.overloaded_sunday
+        return tuple(
+            [Batch(source="reindex", stream="conv", hour=d + timedelta(hours=14), share=0.40, tenant="umbrella",
+                   product="search", tasks=False, timeout=OVERLOAD_TIMEOUT if d == over else STATUS[1][1])
+             for d in self.sundays]
+            + [Batch(source="ci", stream="code", hour=d + timedelta(hours=2), share=0.18, tenant="initech",
+                     product="code-assist", tasks=True, timeout=STATUS[1][1])
+               for d in self.weekdays])
 
 
-SUNDAYS = [d for d in _days() if d.weekday() == 6]
-WEEKDAYS = [d for d in _days() if d.weekday() < 5]
-OVERLOADED_SUNDAY = SUNDAYS[-1]  # the re-index ran without its pre-scaled GPU
-BATCHES = tuple(
-    [Batch(source="reindex", stream="conv", hour=d + timedelta(hours=14), share=0.40, tenant="umbrella",
-           product="search", tasks=False, timeout=OVERLOAD_TIMEOUT if d == OVERLOADED_SUNDAY else STATUS[1][1])
-     for d in SUNDAYS]
-    + [Batch(source="ci", stream="code", hour=d + timedelta(hours=2), share=0.18, tenant="initech",
-             product="code-assist", tasks=True, timeout=STATUS[1][1])
-       for d in WEEKDAYS])
+def _month(label: str, salt: int, level: float, tenants: tuple[str, ...], *, october: bool = False) -> Month:
+    start = datetime(int(label[:4]), int(label[5:]), 1, tzinfo=timezone.utc)
+    end = datetime(start.year + (start.month == 12), start.month % 12 + 1, 1, tzinfo=timezone.utc)
+    return Month(label=label, start=start, end=end, tag="" if october else label, salt=salt, level=level,
+                 tenants=tenants, overloaded=october, canary=october)
+
+
+#: The months the demo builds, oldest first; October is the demo month (:data:`PERIOD`).
+OCTOBER = _month(PERIOD, 0, 1.0, TENANT_NAMES, october=True)
+MONTHS = (_month("2026-08", 2, 0.82, tuple(t for t in TENANT_NAMES if t != "hooli")),
+          _month("2026-09", 1, 0.91, TENANT_NAMES),
+          OCTOBER)
+#: The tenant first seen in September.
+NEW_TENANT = "hooli"
+
+SUNDAYS = OCTOBER.sundays
+WEEKDAYS = OCTOBER.weekdays
+OVERLOADED_SUNDAY = OCTOBER.overloaded_sunday  # the re-index ran without its pre-scaled GPU
+BATCHES = OCTOBER.batches

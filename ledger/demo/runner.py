@@ -9,7 +9,10 @@ from ..config import Home
 from ..outputs import sqlite_path
 from .home import DEMO_FILES, DemoError, check_home, display_path, wipe_home
 from .inputs import DemoInputs, build_inputs
-from .month import KINDS, PERIOD, PRODUCTS, TENANTS
+from .month import DATA_DIR, KINDS, MONTHS, PERIOD, PRODUCTS, TENANTS
+
+#: The demo's own price book (the openai account's August rate), loaded beside the shipped books.
+DEMO_BOOK = DATA_DIR / "demo-openai-account.toml"
 
 __all__ = ["DemoError", "DemoResult", "display_path", "existing_data", "run_demo", "wipe_home"]
 
@@ -17,7 +20,8 @@ __all__ = ["DemoError", "DemoResult", "display_path", "existing_data", "run_demo
 @dataclass(frozen=True)
 class DemoResult:
     """What :func:`run_demo` did: the ledger `home`, the `inputs` it built, rows ingested per kind
-    (`ingested`), the allocation run's `summary` (the ``allocate --json`` document, conserved),
+    (`ingested`), October's allocation run's `summary` (the ``allocate --json`` document,
+    conserved), every month's summary by label in `months` (August to October, oldest first),
     the price books it loaded (`books`, ``name@version``), whether any of them has an FX rate
     (`fx_in_books`; the demo's charges are all in USD either way) and the wall time in `seconds`."""
 
@@ -28,6 +32,7 @@ class DemoResult:
     books: tuple[str, ...]
     fx_in_books: bool
     seconds: float
+    months: dict[str, dict] | None = None
 
 
 def existing_data(home: Path, url: str) -> list[str]:
@@ -58,8 +63,10 @@ def existing_data(home: Path, url: str) -> list[str]:
 def run_demo(*, home: Home | None = None, force: bool = False, on_step=None) -> DemoResult:
     """Build the demo month in the ledger `home` (default the configured one, LEDGER_HOME and
     LEDGER_DATABASE_URL, resolved here once and passed down: nothing reads the environment below):
-    initialize the store, load the shipped price books, register tenants and products, write and
-    ingest the inputs, allocate October 2026 and check that the lines add up to the total.
+    initialize the store, load the shipped price books (and the demo's own, :data:`DEMO_BOOK`),
+    register tenants and products, write and ingest the inputs of August to October 2026, allocate
+    each month (October last, so the newest run is October's) and check that every run's lines add
+    up to its total.
     Refuses (DemoError) a folder that is neither empty nor a ledger home (``force`` or not, nothing
     is deleted), and a ledger that already holds data unless `force` wipes it first (the ledger's
     own entries only: :func:`ledger.demo.home.wipe_home`)."""
@@ -89,7 +96,7 @@ def run_demo(*, home: Home | None = None, force: bool = False, on_step=None) -> 
     ledger.facts.mkdir(parents=True, exist_ok=True)
 
     step("loading the shipped price books")
-    books, problems = load_books([config.project_root() / "pricebooks"])
+    books, problems = load_books([config.project_root() / "pricebooks", DEMO_BOOK])
     if problems:
         raise DemoError("the shipped price books have problems:\n" + "\n".join(map(str, unlocated(problems))))
     with store.session(url) as s:
@@ -99,7 +106,7 @@ def run_demo(*, home: Home | None = None, force: bool = False, on_step=None) -> 
             for name, display, owner in dims:
                 store.add_dim(s, kind=kind, name=name, display_name=display, owner=owner)
 
-    step("building the demo month from the Azure trace")
+    step("building the demo months from the Azure trace")
     inputs = build_inputs(home / "demo", home=home)
     ingested = {}
     for kind in KINDS:
@@ -109,16 +116,24 @@ def run_demo(*, home: Home | None = None, force: bool = False, on_step=None) -> 
         except IngestError as e:
             raise DemoError(f"ingest {kind} failed:\n" + "\n".join(e.lines())) from e
 
-    step("allocating 2026-10")
-    start, end = store.month_bounds(PERIOD)
-    try:
-        with store.session(url) as s:
-            run, alloc = runs.allocate_period(s, start=start, end=end, policy=Policy(), home=home)
-            summary = runs.load_summary(run)
-    except AllocationError as e:
-        raise DemoError("allocation failed:\n" + "\n".join(e.problems)) from e
-    if alloc.lines_total != alloc.total or Decimal(summary["lines_total"]) != Decimal(summary["total"]):
-        raise DemoError(f"conservation failed: lines {summary['lines_total']} != total {summary['total']}")
-    return DemoResult(home=home, inputs=inputs, ingested=ingested, summary=summary,
+    months: dict[str, dict] = {}
+    for month in MONTHS:
+        step(f"allocating {month.label}")
+        start, end = store.month_bounds(month.label)
+        try:
+            with store.session(url) as s:
+                run, alloc = runs.allocate_period(s, start=start, end=end, policy=Policy(), home=home)
+                summary = runs.load_summary(run)
+        except AllocationError as e:
+            raise DemoError(f"allocation of {month.label} failed:\n" + "\n".join(map(str, e.problems))) from e
+        if alloc.lines_total != alloc.total or Decimal(summary["lines_total"]) != Decimal(summary["total"]):
+            raise DemoError(f"conservation failed in {month.label}: lines {summary['lines_total']} != total "
+                            f"{summary['total']}")
+        months[month.label] = summary
+    step("the open month for the guardrails: November 2026 so far, budgets and one planted anomaly")
+    from .guardrails import build_open_month  # ledger alerts --as-of 2026-11-12T12:00:00Z (docs/alerts.md)
+
+    build_open_month(ledger, step)
+    return DemoResult(home=home, inputs=inputs, ingested=ingested, summary=months[PERIOD],
                       books=tuple(b.ref for b in books), fx_in_books=any(b.fx for b in books),
-                      seconds=time.perf_counter() - t0)
+                      seconds=time.perf_counter() - t0, months=months)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .month import (BATCHES, CONV_PRODUCTS, DATA_DIR, GROWTH, HOUR_US, HOURS, MONTH_START, PRODUCT_NAMES, RATE, SEED,
-                    STATUS, STREAM_TENANTS, TASKS, TENANT_NAMES, TRACE_FILES, WEEKEND)
+from .month import (CONV_PRODUCTS, DATA_DIR, GROWTH, HOUR_US, OCTOBER, PRODUCT_NAMES, RATE, SEED, STATUS,
+                    STREAM_TENANTS, TASKS, TENANT_NAMES, TRACE_FILES, WEEKEND, Month)
 
 # ---- deterministic uniforms --------------------------------------------------------------------
 
@@ -73,7 +73,7 @@ def load_traces(data_dir: Path = DATA_DIR) -> dict[str, Trace]:
     return out
 
 
-def hourly_rate(stream: str) -> np.ndarray:
+def hourly_rate(stream: str, month: Month = OCTOBER) -> np.ndarray:
     """Per hour of the month, the fraction of the trace hour replayed as interactive traffic."""
     hod = np.arange(24)
 
@@ -83,11 +83,11 @@ def hourly_rate(stream: str) -> np.ndarray:
 
     shape = 0.25 + 0.55 * bump(11, 3.5) + 0.9 * bump(18.5, 3.5)
     shape = shape / shape.mean()
-    hours = np.arange(HOURS)
-    weekday = np.array([(MONTH_START + timedelta(hours=int(h))).weekday() for h in hours])
+    hours = np.arange(month.hours)
+    weekday = np.array([(month.start + timedelta(hours=int(h))).weekday() for h in hours])
     day_factor = np.where(weekday >= 5, WEEKEND, 1.0)
-    trend = 1.0 - GROWTH / 2 + GROWTH * hours / (HOURS - 1)
-    return RATE[stream] * shape[hours % 24] * day_factor * trend
+    trend = 1.0 - GROWTH / 2 + GROWTH * hours / (month.hours - 1)
+    return RATE[stream] * month.level * shape[hours % 24] * day_factor * trend
 
 
 # ---- requests ----------------------------------------------------------------------------------
@@ -95,23 +95,26 @@ def hourly_rate(stream: str) -> np.ndarray:
 _STREAM_ID = {"conv": 0, "code": 1, "reindex": 2, "ci": 3}
 
 
-def _thin(trace: Trace, stream_id: int, hour: int, share: float) -> np.ndarray:
-    keys = (np.uint64(stream_id) << np.uint64(40)) | (np.uint64(hour) << np.uint64(20)) | \
-        np.arange(len(trace), dtype=np.uint64)
+def _thin(trace: Trace, stream_id: int, hour: int, share: float, salt: int = 0) -> np.ndarray:
+    keys = (np.uint64(salt) << np.uint64(48)) | (np.uint64(stream_id) << np.uint64(40)) | \
+        (np.uint64(hour) << np.uint64(20)) | np.arange(len(trace), dtype=np.uint64)
     return np.flatnonzero(uniform(SELECT, keys) < share)
 
 
-def _requests(traces: dict[str, Trace]) -> pd.DataFrame:
-    """Every request of the month as a frame (numeric codes and token counts), sorted by time."""
+def _requests(traces: dict[str, Trace], month: Month = OCTOBER) -> pd.DataFrame:
+    """Every request of the month as a frame (numeric codes and token counts), sorted by time. The
+    keys of its random choices carry the month's salt (0 for October: the draws it always had)."""
     parts = []
+    batches = month.batches
     for stream, trace in traces.items():
-        rate = hourly_rate(stream)
-        for h in range(HOURS):
-            rows = _thin(trace, _STREAM_ID[stream], h, rate[h])
+        rate = hourly_rate(stream, month)
+        for h in range(month.hours):
+            rows = _thin(trace, _STREAM_ID[stream], h, rate[h], month.salt)
             parts.append((stream, stream, h, rows, None))
-    for b in BATCHES:
-        h = int((b.hour - MONTH_START).total_seconds() // 3600)
-        parts.append((b.source, b.stream, h, _thin(traces[b.stream], _STREAM_ID[b.source], h, b.share), b))
+    for b in batches:
+        h = int((b.hour - month.start).total_seconds() // 3600)
+        parts.append((b.source, b.stream, h, _thin(traces[b.stream], _STREAM_ID[b.source], h, b.share, month.salt),
+                      b))
     cols: dict[str, list] = {k: [] for k in ("source", "hour", "row", "at_us", "input", "output", "batch")}
     for source, stream, h, rows, batch in parts:
         t = traces[stream]
@@ -121,9 +124,9 @@ def _requests(traces: dict[str, Trace]) -> pd.DataFrame:
         cols["at_us"].append(h * HOUR_US + t.offset_us[rows])
         cols["input"].append(t.input[rows])
         cols["output"].append(t.output[rows])
-        cols["batch"].append(np.full(len(rows), -1 if batch is None else BATCHES.index(batch), dtype=np.int64))
+        cols["batch"].append(np.full(len(rows), -1 if batch is None else batches.index(batch), dtype=np.int64))
     df = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
-    key = (df["source"].to_numpy().astype(np.uint64) << np.uint64(40)) | \
+    key = (np.uint64(month.salt) << np.uint64(48)) | (df["source"].to_numpy().astype(np.uint64) << np.uint64(40)) | \
         (df["hour"].to_numpy().astype(np.uint64) << np.uint64(20)) | df["row"].to_numpy().astype(np.uint64)
     df["key"] = key
 
@@ -133,14 +136,15 @@ def _requests(traces: dict[str, Trace]) -> pd.DataFrame:
     u_t, u_p = uniform(TENANT, key), uniform(PRODUCT, key)
     src = df["source"].to_numpy()
     conv, code = src == _STREAM_ID["conv"], src == _STREAM_ID["code"]
-    tenant[conv] = _pick(u_t[conv], TENANT_NAMES, STREAM_TENANTS["conv"])
-    tenant[code] = _pick(u_t[code], TENANT_NAMES, STREAM_TENANTS["code"])
+    shares = {s: {t: v for t, v in STREAM_TENANTS[s].items() if t in month.tenants} for s in STREAM_TENANTS}
+    tenant[conv] = _pick(u_t[conv], TENANT_NAMES, shares["conv"])
+    tenant[code] = _pick(u_t[code], TENANT_NAMES, shares["code"])
     product[code] = PRODUCT_NAMES.index("code-assist")
     for name, shares in CONV_PRODUCTS.items():
         m = conv & (tenant == TENANT_NAMES.index(name))
         product[m] = _pick(u_p[m], PRODUCT_NAMES, shares)
     bidx = df["batch"].to_numpy()
-    for i, b in enumerate(BATCHES):
+    for i, b in enumerate(batches):
         m = bidx == i
         tenant[m] = TENANT_NAMES.index(b.tenant)
         product[m] = PRODUCT_NAMES.index(b.product)
@@ -149,7 +153,7 @@ def _requests(traces: dict[str, Trace]) -> pd.DataFrame:
     # status: a small rate of errors, timeouts and cancellations; batch hours carry their own timeout rate
     u_s = uniform(STATUS_U, key)
     timeout = np.full(len(df), STATUS[1][1])
-    for i, b in enumerate(BATCHES):
+    for i, b in enumerate(batches):
         timeout[bidx == i] = b.timeout
     err, canc = STATUS[0][1], STATUS[2][1]
     df["status"] = np.select([u_s < err, u_s < err + timeout, u_s < err + timeout + canc], [1, 2, 3], 0)

@@ -1,40 +1,50 @@
 """The usage files of the demo month (requests, outcomes, meters): DuckDB formats and writes the CSV."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..sqltext import literal
-from .month import (HOUR_US, LOG_BYTES_PER_REQUEST, MONTH_END, MONTH_START, PAYLOAD_BYTES, PRODUCT_NAMES, REGION,
-                    ROUTES, SPANS, STREAM_BYTES_PER_TOKEN, SUCCESS, TASKS, TENANT_NAMES)
+from .month import (HOUR_US, LOG_BYTES_PER_REQUEST, MONTH_START, PAYLOAD_BYTES, PRODUCT_NAMES, REGION, ROUTES, SPANS,
+                    STREAM_BYTES_PER_TOKEN, SUCCESS, TASKS, TENANT_NAMES, Month)
 from .traffic import _STREAM_ID, DECIDED, DELAY, OUTCOME, uniform
 
 def _list(values) -> str:
     return "[" + ", ".join("NULL" if v is None else literal(v) for v in values) + "]"
 
 
-_BASE_US = int(MONTH_START.timestamp()) * 1_000_000
+# Every frame written carries, per row, its month's start (`base_us`, µs since the epoch) and `tag`
+# (what the month's ids carry: empty for October, see ledger.demo.month.Month); times are µs
+# since the month's start.
 _DAY_US = 24 * HOUR_US
+_OCTOBER_US = int(MONTH_START.timestamp()) * 1_000_000
 _TENANTS_SQL = _list(TENANT_NAMES)
 _PRODUCTS_SQL = _list(PRODUCT_NAMES)
 
 
+def month_us(month: Month) -> int:
+    """The month's start in µs since the epoch (the `base_us` of its rows)."""
+    return int(month.start.timestamp()) * 1_000_000
+
+
 def _at_sql(col: str) -> str:
-    """SQL: microseconds since the month start as an ISO 8601 instant with a Z offset."""
-    return f"strftime(make_timestamp({_BASE_US} + {col}), '%Y-%m-%dT%H:%M:%S.%fZ')"
+    """SQL: microseconds since the row's month start as an ISO 8601 instant with a Z offset."""
+    return f"strftime(make_timestamp(base_us + {col}), '%Y-%m-%dT%H:%M:%S.%fZ')"
 
 
 def _day_sql(col: str) -> str:
-    return f"strftime(make_timestamp({_BASE_US} + {col} * {_DAY_US}), '%Y%m%d')"
+    return f"strftime(make_timestamp(base_us + {col} * {_DAY_US}), '%Y%m%d')"
 
 
 def _task_id_sql() -> str:
-    """SQL: tenant-product-000123 (tenant-ci-000123 for initech's CI job); NULL without a task."""
+    """SQL: tenant-product-000123 (tenant-ci-000123 for initech's CI job; tenant-product-2026-08-000123
+    in a month whose ids carry it); NULL without a task."""
     return (f"CASE WHEN task >= 0 THEN {_TENANTS_SQL}[tenant + 1] || '-' || "
             f"(CASE WHEN ci THEN 'ci' ELSE {_PRODUCTS_SQL}[product + 1] END) || '-' || "
-            "lpad(CAST(task AS VARCHAR), 6, '0') END")
+            "(CASE WHEN tag <> '' THEN tag || '-' ELSE '' END) || lpad(CAST(task AS VARCHAR), 6, '0') END")
 
 
 def _gb_sql(col: str) -> str:
@@ -64,14 +74,15 @@ def _write_requests(con, df: pd.DataFrame, path: Path) -> int:
     inp, out = df["input"].to_numpy(), df["output"].to_numpy()
     follow_up = ~df["first"].to_numpy() & (df["task"].to_numpy() >= 0)
     frame = pd.DataFrame({
-        "_i": np.arange(len(df)), "source": df["source"], "hour": df["hour"], "row": df["row"], "at_us": df["at_us"],
+        "_i": np.arange(len(df)), "base_us": df["base_us"], "tag": df["tag"], "source": df["source"],
+        "hour": df["hour"], "row": df["row"], "at_us": df["at_us"],
         "tenant": df["tenant"], "product": df["product"], "task": df["task"], "ci": df["ci"], "input": inp,
         "cached": np.where(follow_up, np.floor(inp * cached_share), 0).astype(np.int64), "output": out,
         "reasoning": np.where(is_agent, np.floor(out * 0.45), 0).astype(np.int64), "status": df["status"]})
     sources = _list(sorted(_STREAM_ID, key=_STREAM_ID.get))
     route = {i: ROUTES[p] for i, p in enumerate(PRODUCT_NAMES)}
     select = f"""
-        {sources}[source + 1] || '-' || strftime(TIMESTAMP '{MONTH_START:%Y-%m-%d} 00:00:00' + to_hours(hour),
+        {sources}[source + 1] || '-' || strftime(make_timestamp(base_us + hour * {HOUR_US}),
             '%Y%m%d%H') || '-' || lpad(CAST("row" AS VARCHAR), 5, '0') AS request_id,
         {_at_sql('at_us')} AS occurred_at,
         {_TENANTS_SQL}[tenant + 1] AS tenant, {_PRODUCTS_SQL}[product + 1] AS product,
@@ -87,11 +98,13 @@ def _write_requests(con, df: pd.DataFrame, path: Path) -> int:
 
 def _write_outcomes(con, df: pd.DataFrame, path: Path) -> int:
     """One outcome per decided task, a while after its last request; a task with a failed request
-    is likelier to fail. Some tasks never get an outcome (no feedback)."""
+    is likelier to fail. Some tasks never get an outcome (no feedback), and a task of a month whose
+    ids carry it (one before October) gets none when it would be decided after its month's end."""
     t = df[df["task_key"] >= 0].assign(bad=df["status"] != 0)
     g = t.groupby("task_key", sort=True).agg(tenant=("tenant", "first"), product=("product", "first"),
                                              ci=("ci", "first"), task=("task", "first"), last=("at_us", "max"),
-                                             bad=("bad", "any")).reset_index()
+                                             bad=("bad", "any"), base_us=("base_us", "first"), tag=("tag", "first"),
+                                             month_us=("month_us", "first")).reset_index()
     keys = g["task_key"].to_numpy().astype(np.uint64)
     ten = np.array(TENANT_NAMES, dtype=object)[g["tenant"].to_numpy()]
     kind = np.where(g["ci"].to_numpy(), "ci", np.array(PRODUCT_NAMES, dtype=object)[g["product"].to_numpy()])
@@ -101,7 +114,8 @@ def _write_outcomes(con, df: pd.DataFrame, path: Path) -> int:
     g["success"] = uniform(OUTCOME, keys) < p_success
     g["decided_us"] = g["last"].to_numpy() + ((60 + uniform(DELAY, keys) * delay_max) * 1_000_000).astype(np.int64)
     g["criteria"] = [TASKS[k][2] for k in kind]
-    g = g[uniform(DECIDED, keys) < decided_share].reset_index(drop=True)
+    in_month = (g["tag"].to_numpy() == "") | (g["decided_us"].to_numpy() < g["month_us"].to_numpy())
+    g = g[(uniform(DECIDED, keys) < decided_share) & in_month].reset_index(drop=True)
     g["_i"] = np.arange(len(g))
     select = f"""{_task_id_sql()} AS task_id, {_TENANTS_SQL}[tenant + 1] AS tenant,
         {_PRODUCTS_SQL}[product + 1] AS product, CASE WHEN success THEN 'success' ELSE 'failure' END AS outcome,
@@ -116,7 +130,8 @@ def _meter_frames(df: pd.DataFrame) -> list[tuple[pd.DataFrame, str]]:
     agent = df[df["product"] == PRODUCT_NAMES.index("agent")]
     tasks = agent.groupby("task_key", sort=True).agg(tenant=("tenant", "first"), product=("product", "first"),
                                                      ci=("ci", "first"), task=("task", "first"),
-                                                     n=("at_us", "size"), last=("at_us", "max")).reset_index()
+                                                     n=("at_us", "size"), last=("at_us", "max"),
+                                                     base_us=("base_us", "first"), tag=("tag", "first")).reset_index()
     for sku, per_request, who in (("openai-web-search", 1.4, None), ("openai-file-search", 2.0, "hooli")):
         t = tasks if who is None else tasks[tasks["tenant"] == TENANT_NAMES.index(who)]
         t = t.assign(qty=np.ceil(t["n"].to_numpy() * per_request).astype(np.int64), _i=np.arange(len(t)))
@@ -127,11 +142,12 @@ def _meter_frames(df: pd.DataFrame) -> list[tuple[pd.DataFrame, str]]:
 
     prod = df["product"].to_numpy()
     daily = pd.DataFrame({
-        "day": df["at_us"].to_numpy() // _DAY_US, "tenant": df["tenant"], "product": prod, "n": 1,
+        "base_us": df["base_us"], "day": df["at_us"].to_numpy() // _DAY_US, "tenant": df["tenant"], "product": prod,
+        "n": 1,
         "bytes": df["output"].to_numpy() * STREAM_BYTES_PER_TOKEN
         + np.array([PAYLOAD_BYTES[p] for p in PRODUCT_NAMES])[prod],
         "spans": np.array([SPANS[p] for p in PRODUCT_NAMES])[prod]})
-    g = daily.groupby(["day", "tenant", "product"], sort=True).sum().reset_index()
+    g = daily.groupby(["base_us", "day", "tenant", "product"], sort=True).sum().reset_index()
     g["logs"] = g["n"] * LOG_BYTES_PER_REQUEST
     g["_i"] = np.arange(len(g))
     for meter, sku, qty, unit, region in (
@@ -143,14 +159,27 @@ def _meter_frames(df: pd.DataFrame) -> list[tuple[pd.DataFrame, str]]:
             {_TENANTS_SQL}[tenant + 1] AS tenant, {_PRODUCTS_SQL}[product + 1] AS product, NULL AS task_id,
             '{meter}' AS meter, '{sku}' AS sku, {qty} AS quantity, '{unit}' AS unit, {region} AS region"""))
 
-    days = np.arange((MONTH_END - MONTH_START).days)
-    store = pd.DataFrame({"_i": days, "day": days, "milli_gib": 12_000 + 100 * days})
+    # hooli's vector store, from the first month hooli has requests: 12 GiB on October 1, 0.1 GiB more a day
+    base = np.unique(df.loc[df["tenant"] == TENANT_NAMES.index("hooli"), "base_us"].to_numpy())
+    base_us = np.concatenate([np.full(_month_days(b), b, dtype=np.int64) for b in base]) if len(base) else \
+        np.zeros(0, dtype=np.int64)
+    days = np.concatenate([np.arange(_month_days(b)) for b in base]) if len(base) else np.zeros(0, dtype=np.int64)
+    since_october = (base_us - _OCTOBER_US) // _DAY_US + days
+    store = pd.DataFrame({"_i": np.arange(len(days)), "base_us": base_us, "day": days,
+                          "milli_gib": 12_000 + 100 * since_october})
     out.append((store, f"""'store-file-search-hooli-agent-' || {_day_sql('day')} AS event_id,
         {_at_sql(f'day * {_DAY_US}')} AS occurred_at, 'hooli' AS tenant, 'agent' AS product, NULL AS task_id,
         'storage' AS meter, 'openai-file-search-storage' AS sku,
         CAST(milli_gib // 1000 AS VARCHAR) || '.' || lpad(CAST(milli_gib % 1000 AS VARCHAR), 3, '0') AS quantity,
         'GiB * day' AS unit, NULL AS region"""))
     return out
+
+
+def _month_days(base_us: int) -> int:
+    """Days in the month starting at `base_us` (µs since the epoch, the first of a month, UTC)."""
+    start = datetime.fromtimestamp(base_us // 1_000_000, tz=timezone.utc)
+    end = start.replace(year=start.year + (start.month == 12), month=start.month % 12 + 1)
+    return (end - start).days
 
 
 def _write_meters(con, df: pd.DataFrame, path: Path) -> int:

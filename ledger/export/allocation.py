@@ -17,7 +17,7 @@ from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, un
 from .allocation_summary import Formats, LinesRef, by_product_sheet, summary_sheet
 from .safe import csv_text
 from .xlsx import (saved, DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, col, currency_format, fit_widths, header,
-                   print_one_page_wide, put, put_formula, rng, unit_cost_format, write_provenance)
+                   print_one_page_wide, put, put_formula, rng, unit_column_format, write_provenance)
 
 LINE_COLUMNS = ("day", "kind", "tenant", "product", "model", "pool", "provider", "category", "work", "shared_from",
                 "quantity", "unit", "amount", "currency")
@@ -72,6 +72,7 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
         put(lines, r, L["currency"], info.currency)
     fit_widths(lines)
     n = len(data.lines) + 1
+    lines.auto_filter.ref = f"A1:{col(len(LINE_COLUMNS))}{n}"  # filter by tenant, product, category...
 
     def sumproduct(*conds: tuple[str, str]) -> str:
         terms = "".join(f"({rng('Lines', L[c], 2, n)}={ref})*" for c, ref in conds)
@@ -124,10 +125,13 @@ def allocation_as_xlsx(data: RunData, *, locale: str = DEFAULT_LOCALE, generated
     _cost_per_success_sheet(wb, data, amounts=rng("Lines", L["amount"], 2, n), tenants=rng("Lines", L["tenant"], 2, n),
                             locale=locale)
     write_provenance(wb, allocation_provenance(data, locale=locale, generated_at=generated_at, version=version),
-                     number_formats={"run total": money})
+                     number_formats={"run total": money, "final run total (signed)": money})
     ref = LinesRef(amount=rng("Lines", L["amount"], 2, n), kind=rng("Lines", L["kind"], 2, n),
                    tenant=rng("Lines", L["tenant"], 2, n), product=rng("Lines", L["product"], 2, n))
-    fmt = Formats(money=money, unit=unit_cost_format(info.currency, locale))
+    report = unit_economics(data, by="tenant")
+    fmt = Formats(money=money, unit=unit_column_format(info.currency, locale, [
+        report.cost_per_successful_task_all_in, *(r.cost_per_successful_task for r in report.rows)]),
+        per_1m=unit_column_format(info.currency, locale, [r.cost_per_1m_active_tokens for r in report.rows]))
     by_product_sheet(wb, data, ref, fmt, index=wb.sheetnames.index("By category"))
     summary = summary_sheet(wb, data, ref, fmt)
     wb.move_sheet(lines, offset=wb.sheetnames.index("Provenance") - 1 - wb.sheetnames.index("Lines"))
@@ -147,9 +151,11 @@ def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, tenant
     tenant (its own lines ÷ its own successful tasks): costs and ratios are formulas, successes the
     run's recorded task counts, and the ledger's own figure (half-even to 1e-6) stands beside."""
     money = currency_format(data.info.currency, locale)
-    unit = unit_cost_format(data.info.currency, locale)
     report = unit_economics(data, by="tenant")
     rows = [r for r in report.rows if r.key is not None]
+    # one format for the column: every cost per successful task at the same decimals
+    unit = unit_column_format(data.info.currency, locale,
+                              [report.cost_per_successful_task_all_in, *(r.cost_per_successful_task for r in rows)])
     ws = wb.create_sheet("Cost per success")
     header(ws, _PER_SUCCESS_COLUMNS, freeze="C2")
     last = max(3, len(rows) + 2)
@@ -180,9 +186,39 @@ def _cost_per_success_sheet(wb: Workbook, data: RunData, *, amounts: str, tenant
         reported(r, row.cost_per_successful_task)
         put(ws, r, 7, "own cost = " + OWN_DEFINITION)
     fit_widths(ws)
-    ws.column_dimensions["G"].width = 60
+    ws.column_dimensions["G"].width = DEFINITION_WIDTH
     for r in range(2, ws.max_row + 1):
-        ws.cell(row=r, column=7).alignment = Alignment(wrap_text=True, vertical="top")
+        cell = ws.cell(row=r, column=7)
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        for c in range(1, 7):  # the figures at the top of their row, beside the first line of the definition
+            ws.cell(row=r, column=c).alignment = Alignment(vertical="top")
+        # as tall as the wrapped definition: a spreadsheet does not grow a row for wrapped text it
+        # did not write, so the text would spill over the rows below it when printed
+        ws.row_dimensions[r].height = 15 * wrapped_lines(str(cell.value or ""), DEFINITION_WIDTH)
+
+
+#: The width of the Cost per success sheet's definition column, in characters.
+DEFINITION_WIDTH = 60
+
+
+def wrapped_lines(text: str, width: int) -> int:
+    """How many lines `text` takes wrapped between words in a column `width` characters wide (a
+    little narrower: a proportional font's widest letters)."""
+    import textwrap
+
+    return max(1, len(textwrap.wrap(text, max(10, int(width * 0.9)))))
+
+
+def close_rows(closing) -> list[tuple[str, object]]:
+    """The provenance rows of a period's close (:class:`ledger.store.Closing`): "closed by NAME at T,
+    final run R" or "open", and the sign-off's note, final total and inputs digest when signed."""
+    if closing is None:
+        return [("period close", "not a calendar month: no close")]
+    rows: list[tuple[str, object]] = [("period close", closing.text)]
+    if closing.signed:
+        rows += [("sign-off note", closing.note), ("final run total (signed)", closing.total),
+                 ("final run inputs digest (signed)", closing.inputs_digest)]
+    return rows
 
 
 def allocation_provenance(data: RunData, *, locale: str, generated_at: datetime | None, version: str
@@ -194,6 +230,7 @@ def allocation_provenance(data: RunData, *, locale: str, generated_at: datetime 
         ("report", "allocation run export (ledger export)"),
         ("run", info.run_id),
         ("period (UTC, end exclusive)", f"{period['start']} to {period['end']}"),
+        *close_rows(info.closing),
         ("reporting currency", info.currency),
         ("locale", locale),
         ("price book versions", list(info.price_books)),

@@ -20,6 +20,7 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.worksheet.worksheet import Worksheet
 
 from ..allocate import LINE_KINDS, VARIANCE, period_label
+from ..drilldown import SHARED_CHARGES
 from ..economics import ALL_IN_DEFINITION, NO_SUCCESS, NO_TOKENS, OWN_DEFINITION, RunData, unit_economics
 from .xlsx import INTEGER_FORMAT, col, header, put, put_formula
 
@@ -30,7 +31,7 @@ ALL_IN_LABEL = "all-in cost per successful task"
 OWN_ALL_TENANTS_LABEL = "cost per successful task (own cost), all tenants"
 PER_1M_LABEL = "cost per 1M active tokens (all-in)"
 ALL_TENANTS = "(all tenants)"
-NO_PRODUCT = "(no product: shared charges, shared idle)"
+NO_PRODUCT = SHARED_CHARGES  #: the row of the tenants' lines with no product (ledger.drilldown)
 #: Lines on no tenant: the kinds that are never a tenant's, and a true-up's variance on no tenant.
 OFF_TENANT = LINE_KINDS[1:]
 
@@ -47,10 +48,17 @@ class LinesRef:
 
 @dataclass(frozen=True)
 class Formats:
-    """Number formats: `money` (the run's currency), `unit` (money with up to 6 decimals, for ratios)."""
+    """Number formats: `money` (the run's currency), `unit` (the costs per successful task) and
+    `per_1m` (the costs per 1M active tokens), each a column's one unit-cost format
+    (:func:`ledger.export.xlsx.unit_column_format`; `per_1m` None: `unit`'s)."""
 
     money: str
     unit: str
+    per_1m: str | None = None
+
+    @property
+    def tokens(self) -> str:
+        return self.per_1m or self.unit
 
 
 def _bold(cell) -> None:
@@ -70,7 +78,7 @@ def _figures(ws: Worksheet, r: int, c: int, cost: str, counts: tuple, fmt: Forma
     cells.append(put_formula(ws, r, c + 5, tokens, INTEGER_FORMAT) if isinstance(tokens, str)
                  else put(ws, r, c + 5, tokens, INTEGER_FORMAT))
     cells.append(put_formula(ws, r, c + 6, f'=IF({col(c + 5)}{r}=0,"undefined: {NO_TOKENS}",'
-                                           f'{col(c)}{r}*1000000/{col(c + 5)}{r})', fmt.unit))
+                                           f'{col(c)}{r}*1000000/{col(c + 5)}{r})', fmt.tokens))
     if bold:
         for cell in cells:
             _bold(cell)
@@ -130,7 +138,7 @@ def summary_sheet(wb: Workbook, data: RunData, lines: LinesRef, fmt: Formats) ->
     tenant_costs = f"SUM(B{first}:B{last})"
     items = [
         ("period (UTC, end exclusive)", f"{period['start']} to {period['end']}", None, ""),
-        ("run", info.run_id, None, ""),
+        ("run", info.run_id, None, "" if info.closing is None else f"period {info.closing.text}"),
         ("reporting currency", info.currency, None, ""),
         ("idle policy", info.idle_policy, None, "separate: idle slack and reserve on lines of their own, on no "
                                                 "tenant; share: booked on the tenants"),
@@ -146,7 +154,7 @@ def summary_sheet(wb: Workbook, data: RunData, lines: LinesRef, fmt: Formats) ->
          f"own cost = {OWN_DEFINITION}; here every tenant's own cost together ÷ their successful tasks "
          "(each tenant's below)"),
         ("active tokens", f"=SUM(G{first}:G{last})", INTEGER_FORMAT, "input + output tokens of the period's requests"),
-        (PER_1M_LABEL, f'=IF(B12=0,"undefined: {NO_TOKENS}",B6*1000000/B12)', fmt.unit,
+        (PER_1M_LABEL, f'=IF(B12=0,"undefined: {NO_TOKENS}",B6*1000000/B12)', fmt.tokens,
          "the run total × 1,000,000 ÷ active tokens (each tenant's below: its own cost)"),
     ]
     for r, (label, value, number_format, how) in enumerate(items, 2):
@@ -160,7 +168,8 @@ def summary_sheet(wb: Workbook, data: RunData, lines: LinesRef, fmt: Formats) ->
             _bold(ws.cell(row=r, column=1))
         if how:
             _note(ws, r, how)
-    _widths(ws, {"A": max([34] + [min(48, len(t.key) + 2) for t in tenants]), "B": max(16, len(info.run_id) + 2),
+    # column A as wide as its longest label, so no label is cut when printed
+    _widths(ws, {"A": max([len(OWN_ALL_TENANTS_LABEL) + 2] + [min(48, len(t.key) + 2) for t in tenants]), "B": max(16, len(info.run_id) + 2),
                  "C": 12, "D": 12, "E": 12, "F": 20, "G": 16, "H": 20})
     return ws
 
@@ -180,8 +189,8 @@ def _widths(ws: Worksheet, widths: dict[str, float]) -> None:
 
 def by_product_sheet(wb: Workbook, data: RunData, lines: LinesRef, fmt: Formats, index: int) -> Worksheet:
     """By product: one row per product as ``ledger report unit-economics --by product`` has them
-    (its tenants' lines, with the shared charges and idle booked on it; no product: shared charges
-    and shared idle), the kinds of lines on no tenant and the total (the run total); then every
+    (its tenants' lines, with the shared charges and idle booked on it; the lines with no product
+    on the row "shared charges"), the kinds of lines on no tenant and the total (the run total); then every
     tenant's part of each product, with its own total."""
     ws = wb.create_sheet("By product", index)
     report = unit_economics(data, by="product")

@@ -10,6 +10,8 @@ from openpyxl.styles import Font
 
 from ..allocate import CATEGORIES
 from ..budget import Budget
+from ..instants import iso
+from ..units import prose
 from .xlsx import (saved, DEFAULT_LOCALE, INTEGER_FORMAT, QUANTITY_FORMAT, RATE_FORMAT, col, currency_format, fit_widths,
                    header, print_one_page_wide, put, put_formula, rng, unit_cost_format, write_provenance)
 
@@ -152,15 +154,18 @@ def _charges_sheet(wb: Workbook, b: Budget, *, locale: str, money: str) -> None:
 def _summary_sheet(summary, b: Budget, *, money: str) -> None:
     """One row per scenario and month, one column per category, all SUMPRODUCT formulas over the
     detail sheets (exact text equality: no criteria parsing, so a month such as 2026-10 is never
-    read as a date); then each scenario over all months."""
+    read as a date); then one row per scenario and calendar quarter (SUM of its month rows); then
+    each scenario over all months (the totals rows)."""
     n_plan, n_var, n_ch = len(b.gpu) + 1, len(b.variable) + 1, len(b.charges) + 1
     cols = ("scenario", "month", "sizing") + CATEGORIES + ("total",)
     header(summary, cols, freeze="C2")
     first_cat = 4
     last_cat = first_cat + len(CATEGORIES) - 1
     r = 2
+    rows_of: dict[tuple[str, str], int] = {}
     for s in b.scenarios:
-        for month in b.plan.months:
+        for month in b.months:
+            rows_of[(s.name, month)] = r
             put(summary, r, 1, s.name)
             put(summary, r, 2, month)
             put(summary, r, 3, b.status)
@@ -183,6 +188,16 @@ def _summary_sheet(summary, b: Budget, *, money: str) -> None:
             put_formula(summary, r, last_cat + 1, f"=SUM({col(first_cat)}{r}:{col(last_cat)}{r})", money)
             r += 1
     last_detail = r - 1
+    r += 1
+    for s in b.scenarios:  # quarterly subtotals: a SUM over the quarter's month rows (adjacent: months in order)
+        for q, months in b.quarters():
+            put(summary, r, 1, s.name)
+            put(summary, r, 2, q if len(months) == 3 else f"{q} ({len(months)} of 3 months)")
+            put(summary, r, 3, b.status)
+            a, z = rows_of[(s.name, months[0])], rows_of[(s.name, months[-1])]
+            for c in range(first_cat, last_cat + 2):
+                put_formula(summary, r, c, f"=SUM({col(c)}{a}:{col(c)}{z})", money)
+            r += 1
     r += 1
     for s in b.scenarios:
         put(summary, r, 1, s.name)
@@ -209,7 +224,9 @@ def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
         ("plan SHA-256", plan.digest),
         ("reporting currency", plan.currency),
         ("locale", locale),
-        ("months", f"{plan.months[0]} to {plan.months[-1]} ({len(plan.months)} calendar months, UTC)"),
+        ("months", f"{b.months[0]} to {b.months[-1]} ({len(b.months)} calendar months, UTC)"
+         + (f" of the plan's {plan.months[0]} to {plan.months[-1]}" if b.months != plan.months else "")),
+        ("growth", f"volumes are the plan's first month's ({plan.months[0]}), compounded monthly by their growth"),
         ("hours per month", "actual hours of each month" if plan.hours_per_month is None
          else f"{plan.hours_per_month} (fixed)"),
         ("sizing status", b.status),
@@ -255,9 +272,9 @@ def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
         items.append((f"scenario {s.name}", f"traffic x{s.traffic}, output length x{s.output_length}, "
                                             f"cache hit rate x{s.cache_hit_rate}, prices x{s.prices}"))
     for ref, p in b.prices:
-        until = f" to {p.effective_to.isoformat()}" if p.effective_to else ""
+        until = f" to {iso(p.effective_to)}" if p.effective_to else ""
         items.append((f"price {ref}", f"{p.meter} {p.sku} {p.region} {p.purchase_option}: {p.price} {p.currency} per "
-                                      f"{p.per}, from {p.effective_from.isoformat()}"
+                                      f"{prose(p.per)}, from {iso(p.effective_from)}"
                                       f"{until}; {p.source_url}"))
     items.append(("generated at (UTC)", generated_at.isoformat() if generated_at else ""))
     items.append(("ledger version", version))

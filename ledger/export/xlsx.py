@@ -75,6 +75,24 @@ def unit_cost_format(currency: str, locale: str = DEFAULT_LOCALE) -> str:
     return currency_format(currency, locale, extra_decimals=UNIT_COST_EXTRA_PLACES)
 
 
+def unit_column_format(currency: str, locale: str, values) -> str:
+    """The one format of a column of unit costs (per successful task, per 1M tokens), as every other
+    surface writes it (:func:`ledger.formats.unit_cost_places`): exactly 6 decimals when every value
+    is below one unit of the currency, else the currency's own decimals, never optional digits (so
+    ``$0.096660`` stands beside ``$0.238779``, never ``$0.09666``)."""
+    from babel.numbers import get_currency_precision
+
+    from ..formats import unit_cost_places
+
+    digits = get_currency_precision(currency)
+    places = unit_cost_places(list(values), money_places=digits)
+    fixed = currency_format(currency, locale)
+    if places == digits:
+        return fixed
+    number = "#,##0" + ("." + "0" * digits if digits else "")
+    return fixed.replace(number, "#,##0." + "0" * places)
+
+
 def naive_utc(at: datetime) -> datetime:
     """Excel has no time zones: an aware instant as a naive UTC datetime (headers say UTC)."""
     return at.astimezone(timezone.utc).replace(tzinfo=None) if at.tzinfo else at

@@ -34,6 +34,7 @@ from .opening import parquet_direct
 from .records import (
     ADJUSTABLE,
     FORMATS,
+    CommitHook,
     MAX_LINE_BYTES,
     MAX_PROBLEMS,
     PARQUET_OPTIONS,

@@ -54,7 +54,7 @@ from ..money import decimal_text_sql
 from ..sqltext import literal as lit, quote_ident as q
 from .commit import ingest
 from .opening import csv_header, file_sha256, format_named, match_columns, parquet_names, unreadable_csv
-from .records import MAX_LINE_BYTES, PARQUET_OPTIONS, IngestError, IngestResult, OpenFile, Origin, first_line
+from .records import MAX_LINE_BYTES, PARQUET_OPTIONS, CommitHook, IngestError, IngestResult, OpenFile, Origin, first_line
 from .shapes import readable
 from .rows import physical_lines
 
@@ -117,10 +117,12 @@ class _Bill:
 def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run: bool = False,
                 as_adjustment: bool = False, register_new: bool = False,
                 on_step: Callable[[str], None] | None = None,
-                on_progress: Callable[[float], None] | None = None, home: Home | None = None) -> IngestResult:
+                on_progress: Callable[[float], None] | None = None, home: Home | None = None,
+                on_commit: CommitHook | None = None) -> IngestResult:
     """Convert the FOCUS files `paths` and ingest them as one batch of kind ``bill`` into the ledger
     `home` (``ledger.config.Home``; default: the configured one, resolved here once). Raises
-    IngestError (nothing written) naming the bill files, their lines and FOCUS columns."""
+    IngestError (nothing written) naming the bill files, their lines and FOCUS columns. `on_commit`
+    is committed with the batch (``ledger.ingest.ingest``)."""
     if register_new:
         raise IngestError([Problem(file="bill", message="--register-new does not apply to a bill: it names no tenant "
                                                         "or product")])
@@ -163,7 +165,8 @@ def ingest_bill(paths: Sequence[str | Path], *, fmt: str | None = None, dry_run:
                               bytes=b.path.stat().st_size) for b in bills]
             try:
                 return ingest("bill", converted, fmt="parquet", dry_run=dry_run, as_adjustment=as_adjustment,
-                              on_step=on_step, on_progress=on_progress, origins=origins, home=ledger)
+                              on_step=on_step, on_progress=on_progress, origins=origins, home=ledger,
+                              on_commit=on_commit)
             except IngestError as e:
                 raise _translate(e, converted, bills) from None
         finally:

@@ -23,9 +23,9 @@ from . import enums
 from .dedupe import _already_ingested, key
 from .opening import _digests_in_background, open_files
 from .passes import read_file
-from .records import (ADJUSTABLE, Batch, Checked, FileReport, IngestError, IngestResult, Keyed, LedgerState, OpenFile,
-                      Origin, Read, Workspace)
-from .rows import check_batch, check_file
+from .records import (ADJUSTABLE, Batch, Checked, CommitHook, FileReport, IngestError, IngestResult, Keyed,
+                      MAX_PROBLEMS, LedgerState, OpenFile, Origin, Read, Workspace)
+from .rows import batch_problems, check_batch, check_file
 from .staging import _booked_sql
 
 
@@ -66,7 +66,8 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
            dry_run: bool = False, as_adjustment: bool = False,
            on_step: Callable[[str], None] | None = None,
            on_progress: Callable[[float], None] | None = None,
-           origins: Sequence[Origin] = (), home: Home | None = None) -> IngestResult:
+           origins: Sequence[Origin] = (), home: Home | None = None,
+           on_commit: CommitHook | None = None) -> IngestResult:
     """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
 
     `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
@@ -74,7 +75,8 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     the batch records instead when `paths` were converted from them (the adapters of
     ``ledger.ingest.sources``, the bill). `home` is the ledger to ingest into (``ledger.config.Home``:
     its folder and DB); without one, the configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL),
-    resolved here once: nothing below reads the environment."""
+    resolved here once: nothing below reads the environment. `on_commit` (a ``CommitHook``) is
+    written in the transaction of the batch row (a sync's watermark)."""
     if kind not in facts.KINDS:
         raise IngestError([Problem(file=kind, message=f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
@@ -86,7 +88,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
         raise IngestError([Problem(file=kind, message="no files given")])
     ledger = config.home() if home is None else home
     batch = Batch(kind=kind, paths=tuple(Path(p) for p in paths), fmt=fmt, register_new=register_new,
-                  dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()))
+                  dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()), on_commit=on_commit)
     with _lock(ledger.path), store.session(ledger.database_url) as s:
         store.check_initialized(s)
         sweep_orphans(s, ledger.path)
@@ -139,7 +141,7 @@ def _ingest(ws: Workspace, s, batch: Batch) -> IngestResult:
     if held is not None:  # every file is byte for byte one whose rows a committed batch holds in full
         return _nothing_new(ws, s, batch, files, held)
     state = _ledger_state(s, batch)
-    read = _read(ws, state, files)  # 2, read; 3, check (each file)
+    read = _read(ws, state, files, batch)  # 2, read; 3, check (each file)
     checked = check_batch(ws.con, batch, state, read.files)  # 3, check (the batch)
     ws.step("checking keys")
     keyed = key(ws.con, s, batch.kind, read.files, ws.home)  # 4, key
@@ -156,10 +158,12 @@ def _nothing_new(ws: Workspace, s, batch: Batch, files: Sequence[OpenFile],
                  reports: tuple[FileReport, ...]) -> IngestResult:
     """A batch whose files a committed batch took in full: recorded (unless a dry run) with no new row."""
     rows = sum(r.rows for r in reports)
-    batch_id = None if batch.dry_run else ws.batch_id
+    batch_id = None if batch.dry_run or not _keeps_empty(batch) else ws.batch_id
     if batch_id:
         s.add(IngestBatch(id=batch_id, kind=batch.kind, status="committed", files=_files_json(files, reports),
                           rows_read=rows, rows_new=0, rows_duplicate=rows))
+    if not batch.dry_run:
+        _hooked(s, batch, batch_id)
         s.commit()
     return IngestResult(kind=batch.kind, batch_id=batch_id, files=reports, rows_read=rows, rows_new=0,
                         rows_duplicate=rows, dry_run=batch.dry_run)
@@ -176,10 +180,11 @@ def _ledger_state(s, batch: Batch) -> LedgerState:
                        booked=_booked_sql(batch.kind, sorted(closed), open_period))
 
 
-def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile]) -> Read:
+def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile], batch: Batch) -> Read:
     """Stages 2 and 3 file by file: each file's one pass (``passes.read_file``), then its rows checked
     (``rows.check_file``), while a thread computes the files' SHA-256. IngestError with every file's
-    problems, in file order."""
+    problems, in file order, then the batch's (``rows.batch_problems``: unknown names, closed months),
+    so that one run names them all."""
     ws.staging.mkdir(parents=True, exist_ok=True)
     digests = _digests_in_background([f.path for f in files])
     reads, problems, total = [], [], 0
@@ -191,7 +196,9 @@ def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile]) -> Read:
         reads.append(r)
     shas = digests.result()
     if problems:
-        raise IngestError(problems, max(total, len(problems)))
+        more, _ = batch_problems(ws.con, batch, state, reads)  # every problem in one run: names, closed months
+        kept = problems[:max(0, MAX_PROBLEMS - len(more))]  # the batch's lines are never cut off by the rows'
+        raise IngestError(kept + more, max(total, len(problems)) + len(more))
     return Read(files=tuple(reads), reports=tuple(FileReport.of(r.file, sha, r.rows) for r, sha in zip(reads, shas)))
 
 
@@ -224,14 +231,29 @@ def commit_batch(ws: Workspace, s, batch: Batch, read: Read, checked: Checked, k
                 s.add(Pool(name=pool, display_name=pool))
     first, last = _extent(ws.con, batch.kind, list(placed))
     booked_period = checked.booked_period
-    s.add(IngestBatch(id=ws.batch_id, kind=batch.kind, status="committed",
-                      files=_files_json([f.file for f in read.files], read.reports),
-                      rows_read=read.rows, rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
-                      first_at=first, last_at=last, booked_period=booked_period, as_adjustment=bool(booked_period)))
+    batch_id = ws.batch_id if keyed.new_rows or any(registered.values()) or _keeps_empty(batch) else None
+    if batch_id:
+        s.add(IngestBatch(id=batch_id, kind=batch.kind, status="committed",
+                          files=_files_json([f.file for f in read.files], read.reports),
+                          rows_read=read.rows, rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
+                          first_at=first, last_at=last, booked_period=booked_period,
+                          as_adjustment=bool(booked_period)))
+    _hooked(s, batch, batch_id)
     s.commit()  # the commit point of the batch
-    return IngestResult(kind=batch.kind, batch_id=ws.batch_id, files=read.reports, rows_read=read.rows,
+    return IngestResult(kind=batch.kind, batch_id=batch_id, files=read.reports, rows_read=read.rows,
                         rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
                         as_adjustment=bool(booked_period), booked_period=booked_period, registered=registered)
+
+
+def _keeps_empty(batch: Batch) -> bool:
+    """A batch that adds no row is recorded, unless its caller's hook says not to (a sync)."""
+    return batch.on_commit is None or batch.on_commit.keep_empty
+
+
+def _hooked(s, batch: Batch, batch_id: str | None) -> None:
+    """The caller's rows (a sync's watermark) added to the batch's transaction, before its commit."""
+    if batch.on_commit is not None:
+        batch.on_commit.write(s, batch_id)
 
 
 def _files_json(files: Sequence[OpenFile], reports: Sequence[FileReport]) -> str:

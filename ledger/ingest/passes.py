@@ -17,11 +17,11 @@ import duckdb
 from .. import facts
 from ..errors import Problem
 from . import enums
-from .checks import cast_checks, checks
+from .checks import cast_checks, checks, pass_bad
 from .opening import _read_select, parquet_direct, unreadable_json
 from .records import (MAX_LINE_BYTES, MAX_PROBLEMS, LedgerState, OpenFile, ReadFile, Workspace, _reject_problem,
                       first_line)
-from .rows import _any_bad, _summary, lines_at_bytes, row_checks
+from .rows import _summary, lines_at_bytes, row_checks
 from .staging import _copy, _pass_sql, _typed_cols, _watch
 
 
@@ -53,7 +53,7 @@ def _fast_pass(ws: Workspace, i: int, file: OpenFile, state: LedgerState, out: P
         body = _read_select(kind, file, None, with_line=False, enum_types=types)
         as_enum = frozenset(domains)
         all_names = as_enum >= set(facts.KINDS[kind].categories) & set(file.columns)
-        bad = _any_bad(cast_checks(kind, "csv") + checks(kind, as_enum))
+        bad = pass_bad(cast_checks(kind, "csv") + checks(kind, as_enum))
         with _watch(ws.con, ws.progress):
             _copy(ws.con, _pass_sql(body, _typed_cols(kind, as_enum), bad, state.booked), out,
                   text_dictionaries=not all_names)
@@ -75,10 +75,10 @@ def _careful_pass(ws: Workspace, i: int, file: OpenFile, booked: str,
         instants = frozenset(c.name for c in facts.KINDS[kind].columns
                              if c.name in direct and c.type == "TIMESTAMPTZ")
         body = _read_select(kind, file, None, with_line=False, direct=direct)
-        typed_cols, bad = _typed_cols(kind, instants), _any_bad(cast_checks(kind, "parquet") + checks(kind, instants))
+        typed_cols, bad = _typed_cols(kind, instants), pass_bad(cast_checks(kind, "parquet") + checks(kind, instants))
     else:
         body = _read_select(kind, file, f"rej{i}", with_line=False)
-        typed_cols, bad = _typed_cols(kind), _any_bad(row_checks(kind, file.fmt))
+        typed_cols, bad = _typed_cols(kind), pass_bad(row_checks(kind, file.fmt))
     try:
         with _watch(con, ws.progress):
             _copy(con, _pass_sql(body, typed_cols, bad, booked), out)

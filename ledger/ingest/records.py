@@ -150,7 +150,9 @@ class Batch:
     - `dry_run`: check and count only; write nothing.
     - `as_adjustment`: book rows of closed months into the current open period.
     - `origins`: the files the batch records instead of `paths`, one per path, when they were
-      converted from them (an adapter's sources, a bill); empty otherwise."""
+      converted from them (an adapter's sources, a bill); empty otherwise.
+    - `on_commit`: what the caller commits with the batch row, in its transaction (a sync's
+      watermark), or None."""
 
     kind: str
     paths: tuple[Path, ...]
@@ -159,6 +161,24 @@ class Batch:
     dry_run: bool = False
     as_adjustment: bool = False
     origins: tuple[Origin, ...] = ()
+    on_commit: CommitHook | None = None
+
+
+@dataclass(frozen=True)
+class CommitHook:
+    """What a caller of the ingest writes in the transaction of the batch row, the commit point (the
+    watermark of a live source: ``ledger.sync``), so that the two are committed together or not at
+    all. Never called for a dry run, nor when the batch is refused. Fields:
+
+    - `write`: called with the ingest's session and the batch's id, just before the commit; it adds
+      its rows to the session (it does not commit). The id is None when no batch row is written
+      (`keep_empty` False and nothing new).
+    - `keep_empty`: record a batch that adds no row (every row a duplicate of a committed one), as a
+      plain ingest does; False for a source read again and again (a sync every minute would list a
+      batch a minute): then only `write` is committed."""
+
+    write: Callable[[object, str | None], None]
+    keep_empty: bool = True
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from difflib import get_close_matches
 from pathlib import Path
 
+import duckdb
 from babel.numbers import list_currencies
 
 from .. import facts, names, store, units
@@ -93,13 +95,28 @@ def _value_checks(kind: str, values: dict) -> list[Check]:
     return out
 
 
-def unknown_name_problems(con, kind: str, files: Sequence[ReadFile], unknown: Mapping[str, list[str]]
-                          ) -> list[Problem]:
+def nearest_known(names: Sequence[str], known: Iterable[str], shown: int = 10) -> list[tuple[str, list[str]]]:
+    """For each of the first `shown` unknown `names`, the known names nearest to it (difflib's
+    ratio of at least 0.75, at most three, nearest first); only names that have some. A typo of a
+    known name is found here before anyone registers it as new."""
+    known = sorted(known)
+    out = []
+    for n in names[:shown]:
+        near = get_close_matches(n, known, n=3, cutoff=0.75)
+        if near:
+            out.append((n, near))
+    return out
+
+
+def unknown_name_problems(con, kind: str, files: Sequence[ReadFile], unknown: Mapping[str, list[str]],
+                          known: Mapping[str, Iterable[str]] | None = None) -> list[Problem]:
     """One refusal per dimension with names the ledger does not know (`unknown`: tenant or product ->
     sorted names), at the file, line and column of the first row that holds one: the column is the
     dimension's own, or ``allocate`` for a charge's ``tenant:NAME``. It names the first ten and
-    counts the rest, so a million unknown tenants are still one line. The files are read again, with
-    line numbers, only for a refusal."""
+    counts the rest, so a million unknown tenants are still one line. When a name is near a `known`
+    one (tenant or product -> names; :func:`nearest_known`), the line names the nearest known names
+    first, and registering only for a name that is truly new. The files are read again, with line
+    numbers, only for a refusal."""
     out = []
     for d, names in unknown.items():
         column = "allocate" if kind == "charges" and d == "tenant" else d
@@ -120,9 +137,15 @@ def unknown_name_problems(con, kind: str, files: Sequence[ReadFile], unknown: Ma
         else:
             what = f"unknown {d}: {some}" if len(names) == 1 else f"{len(names)} unknown {d}s: {some}"
         name = names[0] if len(names) == 1 and re.fullmatch(r"\w[\w.:@/+-]*", names[0]) else "NAME"
-        hint = f"`ledger dims add {d} {name}` or `ledger dims import`"
-        out.append(Problem(file=where[0], line=where[1], entry=column,
-                           message=f"{what} (register with {hint}, or ingest with --register-new)"))
+        near = nearest_known(names, (known or {}).get(d, ()))
+        hint = f"`ledger dims add {d} {'NAME' if near else name}` or `ledger dims import`"
+        if near:
+            said = "; ".join(f"{n}: did you mean {' or '.join(k)}?" for n, k in near)
+            message = (f"{what} ({said} Correct a misspelt name in the file; register only a {d} that is truly "
+                       f"new, with {hint}, or ingest with --register-new)")
+        else:
+            message = f"{what} (register with {hint}, or ingest with --register-new)"
+        out.append(Problem(file=where[0], line=where[1], entry=column, message=message))
     return out
 
 
@@ -186,7 +209,21 @@ def check_batch(con, batch: Batch, state: LedgerState, files: Sequence[ReadFile]
     it holds that the ledger does not know (refused unless `batch.register_new`), and the closed months
     its rows touch (refused unless `batch.as_adjustment`: booked into the open month). IngestError
     names the first row of each refusal."""
+    problems, checked = batch_problems(con, batch, state, files)
+    if problems:
+        raise IngestError(problems)
+    return checked
+
+
+def batch_problems(con, batch: Batch, state: LedgerState, files: Sequence[ReadFile]) -> tuple[list[Problem], Checked]:
+    """The problems of the batch as a whole (unknown names unless `batch.register_new`, closed months
+    unless `batch.as_adjustment`) and what it is when it has none (:class:`Checked`). Also asked for a
+    batch whose files have bad rows, so that one run names every problem (a bad timestamp no longer
+    hides an unknown product until the next run): files that do not parse are left out, and a closed
+    month whose first row cannot be placed (its file has values that do not convert) is named with
+    its files and no line."""
     kind = batch.kind
+    files = [x for x in files if not x.unreadable]
     seen = {d: set().union(*(set(x.values.get(d) or []) for x in files)) for d in ("tenant", "product")}
     if kind == "charges":
         seen["tenant"] |= {v[len("tenant:"):] for x in files for v in x.values.get("allocate") or []
@@ -195,12 +232,15 @@ def check_batch(con, batch: Batch, state: LedgerState, files: Sequence[ReadFile]
     hit = sorted(set().union(*(x.months for x in files)) & state.closed)
     problems = []
     if unknown and not batch.register_new:  # at the first row holding one (for charges: the column allocate)
-        problems += unknown_name_problems(con, kind, files, unknown)
+        problems += unknown_name_problems(con, kind, files, unknown, state.names)
     if hit and not batch.as_adjustment:  # at the first row dated in a closed month
-        problems.append(closed_period_problem(con, kind, files, hit))
-    if problems:
-        raise IngestError(problems)
-    return Checked(unknown=unknown, booked_period=state.open_period if hit else None)
+        try:
+            problems.append(closed_period_problem(con, kind, files, hit))
+        except duckdb.Error:  # a row of the files does not convert (it is a problem of its own): no line
+            problems.append(Problem(file=", ".join(x.file.label for x in files),
+                                    message=f"touches closed period{'s' if len(hit) > 1 else ''} {', '.join(hit)}: "
+                                            "refused"))
+    return problems, Checked(unknown=unknown, booked_period=state.open_period if hit else None)
 
 
 def physical_lines(src: OpenFile, rows: int, numbers: list[int]) -> dict[int, int]:

@@ -13,6 +13,8 @@ from .. import store
 from ..console import Ledger, fail, one_format, out, parse_instant, plural, print_csv, print_json, words
 from ..errors import Problem
 from ..formats import unit_cost
+from ..instants import iso
+from ..units import prose
 from ..tables import FitTable
 from . import PriceIndex, cross_book_problems, default_paths, load_books
 
@@ -94,7 +96,7 @@ def pricebook_show(at: Optional[str] = typer.Option(None, "--at", help="the inst
                    ) -> None:
     """The prices in force at an instant, over the books loaded in the ledger."""
     one_format(as_json, as_csv)
-    when = parse_instant(at, "--at") if at else datetime.now(timezone.utc)
+    when = parse_instant(at, "--at") if at else datetime.now(timezone.utc).replace(microsecond=0)
     with Ledger() as s:
         books = store.books_from_store(s)
     if not books:
@@ -121,7 +123,7 @@ def prices_as_table(rows: list[dict], when: datetime) -> FitTable:
     """The prices in force (the rows of `pricebook show --json`) for a person. A price is a unit
     cost: the column at 6 decimals (the JSON and CSV keep each price exact). Names are never markup,
     never cut."""
-    t = FitTable(title=f"prices in force at {when.isoformat()} ({len(rows):,})", keys=2)
+    t = FitTable(title=f"prices in force at {iso(when)} ({len(rows):,})", keys=2)
     for col in ("meter", "sku", "region", "option", "provider"):
         t.add_column(col, numeric=False)
     t.add_column("price")
@@ -129,7 +131,7 @@ def prices_as_table(rows: list[dict], when: datetime) -> FitTable:
         t.add_column(col, numeric=False)
     for r in rows:
         t.add_row(*map(Text, (r["meter"], r["sku"], r["region"], r["purchase_option"], r["provider"],
-                              unit_cost(Decimal(r["price"]), r["currency"]), r["per"], r["effective_from"][:10],
+                              unit_cost(Decimal(r["price"]), r["currency"]), prose(r["per"]), r["effective_from"][:10],
                               (r["effective_to"] or "")[:10], f"{r['book']}@{r['version']}")))
     return t
 

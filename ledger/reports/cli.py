@@ -1,11 +1,12 @@
-"""Commands over stored runs: `report unit-economics`, `report tenants`, `runs` and `close`."""
+"""Commands over stored runs: `report unit-economics`, `report tenants`, `runs` and `close` (sign-off)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
 
-from .. import console, runs
+from .. import console, runs, store
 from ..money import fmt
 from . import (BY, run_data_of_stored, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics,
                unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
@@ -93,40 +94,124 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PER
                  table_of=tenants_as_table)
 
 
+@report_app.command("trend")
+def trend_cmd(frm: str = typer.Option(..., "--from", help="first month, e.g. 2026-08"),
+              to: str = typer.Option(..., "--to", help="last month, included, e.g. 2026-10"),
+              by: str = typer.Option("tenant", "--by", help="tenant, product or model"),
+              as_json: bool = typer.Option(False, "--json", help=_JSON),
+              as_csv: bool = typer.Option(False, "--csv", help="print one row per month and tenant, product or "
+                                                               "model as CSV")) -> None:
+    """Month over month: each month's current run, cost, successes, both costs per successful task and
+    the change from the month before; a month with no run is listed as such."""
+    from .trend import TrendRangeError, load_trend, trend_as_csv, trend_as_json, trend_as_table
+
+    console.one_format(as_json, as_csv)
+    if by not in BY:
+        console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
+    with console.Ledger() as s:
+        try:
+            found = load_trend(s, first=frm, last=to, by=by)
+        except TrendRangeError as e:
+            console.fail(str(e))
+    console.emit(found, as_json=as_json, as_csv=as_csv, json_of=trend_as_json, csv_of=trend_as_csv,
+                 table_of=trend_as_table)
+
+
 def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only runs of this month, e.g. 2026-10"),
              as_json: bool = typer.Option(False, "--json", help="print the runs as JSON (totals as decimal strings)"),
              as_csv: bool = typer.Option(False, "--csv", help="print one row per run as CSV")) -> None:
-    """Allocation runs, newest first; the first of a period is its current run."""
+    """Allocation runs, newest first, each with its period's close (open, or closed by whom, final run)."""
     console.one_format(as_json, as_csv)
     start = end = None
     if period:
         start, end = console.period_bounds(period, None, None)
     with console.Ledger() as s:
         found = runs.list_runs(s, start=start, end=end)
-    data = runs_as_json(found)
+        closings = store.closings(s, {store.month_of(r.period_start) for r in found})
+    data = runs_as_json(found, closings)
     if as_json:
         console.print_json(data)
         return
     if as_csv:
         console.print_csv([{"run_id": d["run_id"], "period_start": d["period"]["start"], "period_end": d["period"]["end"],
-                        "created_at": d["created_at"], "idle_policy": d["idle_policy"], "basis": d["basis"],
+                        "created_at": d["created_at"], "kind": d["kind"], "role": d["role"],
+                        "idle_policy": d["idle_policy"], "basis": d["basis"],
                         "total": d["total"], "currency": d["currency"], "price_books": " ".join(d["price_books"]),
-                        "code_version": d["code_version"]} for d in data], numeric=("total",))
+                        "code_version": d["code_version"], "period_close": d["close"]["text"],
+                        "closed_by": d["close"]["closed_by"] or "", "closed_at": d["close"]["closed_at"] or "",
+                        "final_run": d["close"]["final_run"] or ""} for d in data], numeric=("total",))
         return
     console.out.print(runs_as_table(data))
 
 
-def close_cmd(period: str = typer.Option(..., "--period", help="the month to close, e.g. 2026-10")) -> None:
-    """Close a month: from now on an ingest that touches it is refused (or booked with --as-adjustment)."""
+def close_cmd(period: str = typer.Option(..., "--period", help="the month to close, e.g. 2026-10"),
+              by: Optional[str] = typer.Option(None, "--by", help="who signs the month off (required): a name, "
+                                               "kept with the close"),
+              note: str = typer.Option("", "--note", help="why, or what was checked: kept with the sign-off")) -> None:
+    """Close a month and sign it off: who, when, why, and the run signed as final (never changed after).
+
+    From then on an ingest that touches the month is refused (or booked into an open month with
+    --as-adjustment), the month is not allocated again (a difference with the bill is a true-up run,
+    listed beside the final run), and every report, workbook and dashboard page says who closed it."""
+    if by is None:
+        console.fail("--by: who signs the month off is required (e.g. --by 'Dana Reyes'): the close records "
+                     "who signed it, when, and the run signed as final", 2)
+    if problems := store.signoff_problems(by, note):
+        console.fail([f"--{'by' if p.startswith('the name') else 'note'}: {p}" for p in problems], 2)
     with console.Ledger() as s:
-        newly, run = runs.close(s, period=period)
-    state = "closed" if newly else "was already closed"
-    which = f"its current run is {run.id} (total {fmt(run.total)} {run.currency})" if run else \
-        "it has no allocation run yet: run `ledger allocate --period " + period + "`"
-    console.out.print(f"period {period} {state}; {which}")
+        closing, run = runs.close(s, period=period, by=by, note=note)
+    console.out.print(f"period {period} {closing.text} (total {fmt(run.total)} {run.currency}, inputs digest "
+                      f"{run.inputs_digest[:12]})" + (f"; note: {note}" if note else ""), markup=False, highlight=False)
+
+
+def statement_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PERIOD),
+                  run_id: Optional[str] = typer.Option(None, "--run", help=_RUN),
+                  pdf: Optional[Path] = typer.Option(None, "--pdf", help="write the statement as one PDF page to FILE"),
+                  map_path: Optional[Path] = typer.Option(
+                      None, "--bill-map", help="bill map to reconcile with; default: bill-map.toml in the ledger home "
+                                               "(none: the statement says it is not reconciled)"),
+                  as_json: bool = typer.Option(False, "--json", help="print the statement as JSON (money as decimal "
+                                                                     "strings)"),
+                  as_csv: bool = typer.Option(False, "--csv", help="print one row per figure of the statement as CSV")
+                  ) -> None:
+    """The month-end statement to sign: total, categories, idle, failed work, tenants, run, books, bill, close.
+
+    One page (--pdf FILE): the total; by category; idle, unallocated and failed work; each tenant's
+    cost and cost per successful task beside the all-in figure; the run, its price books and inputs
+    digest; the reconciliation with the bill; and who closed the period (or that it is open)."""
+    from .. import config
+    from ..outputs import check_outputs
+    from .statement import statement_as_csv, statement_as_json, statement_as_table, statement_for
+
+    console.one_format(as_json, as_csv)
+    if bool(period) == bool(run_id):
+        console.fail("give either --period YYYY-MM or --run ID")
+    check_outputs([pdf])  # before any work: the statement never lands on the ledger itself
+    home = config.ledger_home()
+    with console.Ledger() as s:
+        stored = runs.load_run(s, run_id=run_id, start=None, end=None) if run_id else \
+            runs.load_run(s, start=store.month_bounds(period)[0], end=store.month_bounds(period)[1])
+        st = statement_for(s, stored, home=home, map_path=map_path)
+    if pdf:
+        from datetime import datetime, timezone
+
+        from ..export.statement import write_statement
+
+        try:
+            write_statement(st, pdf, generated_at=datetime.now(timezone.utc).replace(microsecond=0),
+                            version=runs.code_version())
+        except OSError as e:
+            console.fail(f"cannot write the statement: {e}")
+        (console.err if as_json or as_csv else console.out).print(
+            f"statement of run {st.run_id} ({st.close_text}): {pdf}", markup=False, highlight=False)
+        if not (as_json or as_csv):
+            return
+    console.emit(st, as_json=as_json, as_csv=as_csv, json_of=statement_as_json, csv_of=statement_as_csv,
+                 table_of=statement_as_table)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(report_app, name="report")
     app.command("runs")(runs_cmd)
     app.command("close")(close_cmd)
+    app.command("statement")(statement_cmd)

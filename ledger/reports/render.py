@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
 from rich.console import Group
@@ -17,10 +17,13 @@ from rich.text import Text
 from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
                          opt, ratio, tenant_entry)
+from ..drilldown import row_label
 from ..formats import count, money, percent, plural, unit_costs
 from ..instants import iso
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
+from ..runs import is_true_up, run_roles
+from ..store import Closing, month_bounds, month_of
 from ..tables import FitTable, paragraph
 
 
@@ -28,7 +31,14 @@ def _provenance(report: Report) -> dict:
     info = report.run
     return {"period": period_label(info.start, info.end), "run_id": info.run_id, "currency": info.currency,
             "price_books": list(info.price_books), "idle_policy": info.idle_policy, "basis": info.basis,
-            "regions": list(info.regions), "success_criteria": list(report.criteria)}
+            "regions": list(info.regions), "success_criteria": list(report.criteria),
+            "close": None if info.closing is None else info.closing.as_json()}
+
+
+def close_text(report: Report) -> str | None:
+    """The close of the report's period as every header says it ("closed by NAME at T, final run
+    R" or "open"), None for a run not read from the store."""
+    return None if report.run.closing is None else report.run.closing.text
 
 
 def _row_json(report: Report, r: Row) -> dict:
@@ -75,7 +85,8 @@ def unit_economics_as_csv(report: Report) -> str:
     prov = _provenance(report)
     head = {"period_start": prov["period"]["start"], "period_end": prov["period"]["end"], "run_id": prov["run_id"],
             "currency": prov["currency"], "price_books": " ".join(prov["price_books"]),
-            "regions": " ".join(prov["regions"]), "success_criteria": " ".join(prov["success_criteria"])}
+            "regions": " ".join(prov["regions"]), "success_criteria": " ".join(prov["success_criteria"]),
+            "period_close": close_text(report) or ""}
     flat = []
     for r in rows:
         d = dict(head)
@@ -109,8 +120,10 @@ def _unit(v: Decimal | None) -> str:
 def _title(report: Report, what: str) -> str:
     info = report.run
     p = period_label(info.start, info.end)
+    close = close_text(report)
     return (f"{what} · {p['start']} to {p['end']} · run {info.run_id[:12]} · {info.currency} · "
-            f"price books {', '.join(info.price_books) or 'none'} · regions {', '.join(info.regions) or 'none'}")
+            f"price books {', '.join(info.price_books) or 'none'} · regions {', '.join(info.regions) or 'none'}"
+            + ("" if close is None else f" · {close}"))
 
 
 def _all_in_text(report: Report) -> str:
@@ -136,7 +149,7 @@ def _caption(report: Report) -> str:
 
 
 def _label(key: str | None, by: str) -> str:
-    return key if key is not None else f"(no {by}: shared charges, shared idle)"
+    return row_label(by, key)
 
 
 #: The header of the money a tenant (or product) carries of the shared idle (JSON: ``idle_share``):
@@ -221,7 +234,7 @@ def tenants_as_csv(report: Report) -> str:
     for k, v in (("period_start", prov["period"]["start"]), ("period_end", prov["period"]["end"]),
                  ("run_id", prov["run_id"]), ("currency", prov["currency"]),
                  ("price_books", " ".join(prov["price_books"])), ("regions", " ".join(prov["regions"])),
-                 ("success_criteria", " ".join(prov["success_criteria"]))):
+                 ("success_criteria", " ".join(prov["success_criteria"])), ("period_close", close_text(report) or "")):
         row(k, [v] * len(report.rows), False)
     for k, v in _all_in_columns(report).items():
         row(k, [v] * len(report.rows), k not in _ALL_IN_TEXT)
@@ -263,30 +276,45 @@ def tenants_as_table(report: Report) -> FitTable:
 
 
 def runs_as_table(data: list[dict]) -> FitTable:
-    """`ledger runs` for a person, from :func:`runs_as_json` (newest first): the first run of each
-    period is its current run; totals as money with the run's currency."""
-    t = FitTable(title=f"runs ({count(len(data))})", split=1)
-    t.add_column("run", numeric=False)
-    for col, numeric in (("period", False), ("created", False), ("idle", False), ("basis", False), ("total", True),
-                         ("price books", False), ("code", False)):
-        t.add_column(col, numeric=numeric)
-    seen = set()
+    """`ledger runs` for a person, from :func:`runs_as_json` (newest first): each run's kind
+    (allocation or true-up) and role (the current run of an open period, the final run of a signed
+    one, a true-up after close, superseded), totals as money with the run's currency; the caption
+    says each period's close: "closed by NAME at T, final run R" or "open"."""
+    closes = {}
     for d in data:
-        key = (d["period"]["start"], d["period"]["end"])
-        mark = "" if key in seen else " (current)"
-        seen.add(key)
+        closes.setdefault(f"{d['period']['start']} to {d['period']['end']}", d["close"]["text"])
+    caption = "\n".join(f"{p}: {c}" for p, c in closes.items()) or None
+    t = FitTable(title=f"runs ({count(len(data))})", split=1, caption=caption)
+    t.add_column("run", numeric=False)
+    for col, numeric in (("period", False), ("created", False), ("kind", False), ("idle", False), ("basis", False),
+                         ("total", True), ("price books", False), ("code", False)):
+        t.add_column(col, numeric=numeric)
+    for d in data:
+        mark = f" ({d['role']})" if d["role"] else ""
         t.add_row(Text(d["run_id"] + mark), f"{d['period']['start']} to {d['period']['end']}", d["created_at"],
-                  d["idle_policy"], d["basis"], money(Decimal(d["total"]), d["currency"]),
+                  d["kind"], d["idle_policy"], d["basis"], money(Decimal(d["total"]), d["currency"]),
                   Text(", ".join(d["price_books"])), Text(d["code_version"]))
     return t
 
 
-def runs_as_json(runs: Iterable) -> list[dict]:
-    """`ledger runs --json`: one entry per run, newest first."""
-    return [{"run_id": r.id, "period": period_label(r.period_start, r.period_end), "created_at": iso(r.created_at),
-             "currency": r.currency, "idle_policy": r.idle_policy, "basis": r.basis, "total": fmt(r.total),
-             "price_books": json.loads(r.price_books), "code_version": r.code_version,
-             "inputs_digest": r.inputs_digest} for r in runs]
+def runs_as_json(runs: Iterable, closings: Mapping[str, Closing] | None = None) -> list[dict]:
+    """`ledger runs --json`: one entry per run, newest first, with its `kind` (``allocation`` or
+    ``true-up``), its `role` in its period (``current``, ``final``, ``after close``, ``superseded`` or
+    empty: :func:`ledger.runs.run_roles`) and its period's `close` (:meth:`ledger.store.Closing.as_json`;
+    `closings` by month name, default every period open)."""
+    runs = list(runs)
+    closings = dict(closings or {})
+    roles = run_roles(runs, closings)
+    out = []
+    for r in runs:
+        month = month_of(r.period_start)
+        closing = closings.get(month) if month_bounds(month) == (r.period_start, r.period_end) else None
+        out.append({"run_id": r.id, "period": period_label(r.period_start, r.period_end),
+                    "created_at": iso(r.created_at), "kind": "true-up" if is_true_up(r) else "allocation",
+                    "role": roles[r.id], "currency": r.currency, "idle_policy": r.idle_policy, "basis": r.basis,
+                    "total": fmt(r.total), "price_books": json.loads(r.price_books), "code_version": r.code_version,
+                    "inputs_digest": r.inputs_digest, "close": (closing or Closing(period=month)).as_json()})
+    return out
 
 
 def summary_as_table(doc: dict) -> Group:

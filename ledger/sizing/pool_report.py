@@ -6,7 +6,9 @@ from dataclasses import asdict
 from decimal import Decimal
 
 from ..formats import count, figures, money, percent
+from ..instants import iso
 from ..tables import FitTable
+from ..units import prose
 from .curve import fmt_num
 from .report import curve_as_dict, ops_as_dict, ops_lines, ops_table, workload_as_dict
 from .tiers import PoolResult, describe_tier
@@ -110,8 +112,8 @@ def pool_lines(result: PoolResult) -> list[str]:
         lines.append(f"TTFT limit {fmt_num(req.ttft_limit_ms)} ms (a tier's own limit comes first)")
     p = result.pricing
     if p is not None:
-        lines.append(f"price: {p.device} {p.region} {p.purchase_option}: {p.price} {p.currency} per {p.per}, in force "
-                     f"at {p.at.isoformat()} ({p.book}@{p.version}, {p.source_url}); {p.hours_per_month} hours/month")
+        lines.append(f"price: {p.device} {p.region} {p.purchase_option}: {p.price} {p.currency} per {prose(p.per)}, in "
+                     f"force at {iso(p.at)} ({p.book}@{p.version}, {p.source_url}); {p.hours_per_month} hours/month")
     return lines + list(result.repairs) + list(result.warnings)
 
 

@@ -8,6 +8,8 @@ from rich import box
 
 from ..formats import count, figures, money, percent
 from ..hints import Hinted
+from ..instants import iso
+from ..units import prose
 from ..tables import FitTable
 from .curve import Curve, CurvePoint, fmt_num
 from .cost import ComparisonRow
@@ -132,8 +134,8 @@ def context_lines(result: SizingResult) -> list[str]:
     p = result.pricing
     if p is not None:
         per_hour = "" if p.price == p.price_per_gpu_hour else f" = {p.price_per_gpu_hour.normalize():f} per GPU-hour"
-        lines.append(f"price: {p.device} {p.region} {p.purchase_option}: {p.price} {p.currency} per {p.per}{per_hour}, "
-                     f"in force at {p.at.isoformat()} ({p.book}@{p.version}, {p.source_url}); "
+        lines.append(f"price: {p.device} {p.region} {p.purchase_option}: {p.price} {p.currency} per {prose(p.per)}"
+                     f"{per_hour}, in force at {iso(p.at)} ({p.book}@{p.version}, {p.source_url}); "
                      f"{p.hours_per_month} hours/month")
     lines.extend(result.repairs)
     lines.extend(result.warnings)

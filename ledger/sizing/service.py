@@ -246,7 +246,7 @@ def price_index(books):
 def _priced(job: SizingJob, result, alt):
     """The result (and the what-if) with the monthly cost of the GPU price in force."""
     p = job.price
-    when = p.at or datetime.now(timezone.utc)
+    when = p.at or datetime.now(timezone.utc).replace(microsecond=0)  # an instant people read: whole seconds
     price = price_index(p.books).price_at(meter="gpu_time", sku=p.device, region=p.region,
                                           purchase_option=p.purchase_option, at=when)
     basis = dict(device=p.device, region=p.region, purchase_option=p.purchase_option, at=when,

@@ -25,7 +25,7 @@ from ...errors import Problem
 from ...sqltext import literal as lit, quote_ident as q
 from ..commit import ingest
 from ..opening import file_sha256
-from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, IngestError, IngestResult, OpenFile, Origin
+from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, CommitHook, IngestError, IngestResult, OpenFile, Origin
 from ..rows import physical_lines
 from . import langfuse, langfuse_scores, litellm, mapfile, otel
 from .reading import SourceFile, open_source, unreadable
@@ -41,10 +41,12 @@ STALE_SECONDS = 24 * 3600
 def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: str | Path, *,
                 fmt: str | None = None, register_new: bool = False, dry_run: bool = False,
                 as_adjustment: bool = False, on_step: Callable[[str], None] | None = None,
-                on_progress: Callable[[float], None] | None = None, home: Home | None = None) -> IngestResult:
+                on_progress: Callable[[float], None] | None = None, home: Home | None = None,
+                on_commit: CommitHook | None = None) -> IngestResult:
     """Convert `paths` of `source` with the map at `map_path`, then ingest them as one batch of `kind`
     into the ledger `home` (``ledger.config.Home``; default: the configured one, resolved here once).
-    Raises IngestError (nothing written) with problems in the source files' terms."""
+    Raises IngestError (nothing written) with problems in the source files' terms. `on_commit` is
+    committed with the batch (``ledger.ingest.ingest``)."""
     adapter = SOURCES.get(source)
     if adapter is None:
         raise IngestError([Problem(file=source, message=f"unknown source (one of {', '.join(SOURCES)})")])
@@ -90,7 +92,7 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
         try:
             return ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
                           as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress, origins=origins,
-                          home=ledger)
+                          home=ledger, on_commit=on_commit)
         except IngestError as e:
             raise _translate(con, e, converted, sources, fields) from None
     finally:
