@@ -147,9 +147,9 @@ def display_column(values: Iterable[object], places: int = MONEY_PLACES, *,
     already rounded in its own column, or an error printed as the difference of two printed totals:
     it must be within one unit of the last place per value of the exact sum); each cell is its value
     rounded down or up to `places` (one unit further only when a `total` from above asks for more
-    than that can give), and ``sum(cells) == total``. Largest remainder: every value is first rounded down, then the units
-    left go one each to the values with the largest remainders; ties go to the larger value in
-    size, then to the earlier row, so the result never depends on anything but the column. A value
+    than that can give), and ``sum(cells) == total``. Largest remainder: every value is first
+    rounded down, then the units left go one each to the values with the largest remainders; ties
+    go to the larger value in size, then to the earlier row, so the result never depends on anything but the column. A value
     already at `places` decimals is shown as it is. None (no number) stays None and counts as
     nothing. Values may be negative (rounded down is toward minus infinity).
 
@@ -238,7 +238,8 @@ def display_table(rows: Sequence[Sequence[object]], places: int = MONEY_PLACES, 
             unit = Decimal(1).scaleb(-places)
             shift = _decimal(total) - quantize(sum((v for r in x for v in r), Decimal(0)), unit)
             if shift:
-                i, j = max(((i, j) for i in range(m) for j in range(n)), key=lambda c: (abs(x[c[0]][c[1]]), -c[0], -c[1]))
+                i, j = max(((i, j) for i in range(m) for j in range(n)),
+                           key=lambda c: (abs(x[c[0]][c[1]]), -c[0], -c[1]))
                 x[i][j] += shift
         floor = [[v.scaleb(places).to_integral_value(rounding=ROUND_FLOOR) for v in r] for r in x]
         rem = [[v.scaleb(places) - f for v, f in zip(r, fr)] for r, fr in zip(x, floor)]

@@ -128,7 +128,7 @@ def test_data_flows_one_way_between_the_named_stages():
     # Imports run against that flow: ingest writes through the facts store, allocate reads it, so a
     # stage may import the stores and the stages before it, never a later one (runs writes a true-up
     # with reconcile; reconcile reads a run's lines handed to it).
-    order = ["ledger.pricebook", "ledger.store", "ledger.facts", "ledger.workload", "ledger.ingest",
+    order = ["ledger.pricebook", "ledger.store", "ledger.facts", "ledger.workload", "ledger.ingest", "ledger.sync",
              "ledger.allocate", "ledger.economics", "ledger.reconcile", "ledger.runs", "ledger.reports", "ledger.export"]
     assert _backwards(order) == []
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from ledger.formats import UNIT_COST_PLACES
 
 __all__ = ["APP", "assert_shows", "cli", "metrics", "page", "shown", "table"]  # test_dashboard_reconcile reads them
-PAGES = ("pages/unit_economics.py", "pages/reconcile.py", "pages/tenants.py", "pages/workload.py",
+PAGES = ("pages/unit_economics.py", "pages/reconcile.py", "pages/tenants.py", "pages/trend.py", "pages/workload.py",
          "pages/sizing_budget.py", "pages/forecast_actual.py", "pages/price_books.py")
 
 
@@ -105,26 +105,41 @@ def test_unit_economics_tiles_are_the_cli_numbers(demo):
     assert_shows(tiles["Idle reserve share"], (Decimal(un["idle_reserve"]) / total).quantize(Decimal("0.0001")))
     assert_shows(tiles["Idle slack share"], (Decimal(un["idle_slack"]) / total).quantize(Decimal("0.0001")))
     assert_shows(tiles["Unallocated"], un["unallocated"])
-    kinds = table(at, "ue_kinds").set_index("kind")["amount"]
+    kinds = table(at, "ue_kinds").set_index("kind")
     for kind in ("idle slack", "idle reserve", "unallocated"):
-        assert_shows(kinds[kind], un[kind.replace(" ", "_")])
-    assert_shows(kinds["tenants"], total - sum(Decimal(v) for v in un.values()))
+        assert_near(kinds.loc[kind, "amount"], un[kind.replace(" ", "_")])
+    assert_near(kinds.loc["tenants", "amount"], total - sum(Decimal(v) for v in un.values()))
+    # a totals row, the run total as the tile shows it; the kinds and their shares add up to it as shown
+    assert kinds.loc["total", "amount"] == tiles["Total cost"] and kinds.loc["total", "share"] == "100.0%"
+    for col in ("amount", "share"):
+        assert sum(shown(v) for v in kinds[col].drop("total")) == shown(kinds.loc["total", col]), col
 
 
 @pytest.mark.parametrize("by", ["tenant", "product"])
 def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
     rep = cli(demo, "report", "unit-economics", "--period", PERIOD, "--by", by)
     at = page("pages/unit_economics.py")
-    frame = table(at, f"ue_by_{by}")
+    # the table in two parts, side by side or one under the other (pages/_layout.py), each with the row's name
+    first, second = table(at, f"ue_by_{by}"), table(at, f"ue_by_{by}_2")
+    assert list(first[by]) == list(second[by])
+    frame = first.join(second.drop(columns=[by]))
     assert list(frame.columns) == [by, "cost", "own cost per success", "successes", "failures", "success rate",
                                    "failed work", "per 1M tokens", "active tokens"]
-    assert len(frame) == len(rep["rows"])
+    # the rows, then a totals row: its cost the tenants' part of "Who carries it", the costs display-
+    # rounded to add up to it as shown (docs/exports.md), its counts the rows' sums
+    totals, frame = frame.iloc[-1], frame.iloc[:-1]
+    assert len(frame) == len(rep["rows"]) and totals[by] == "total"
+    assert totals["cost"] == table(at, "ue_kinds").set_index("kind").loc["tenants", "amount"]
+    assert sum(shown(v) for v in frame["cost"]) == shown(totals["cost"])
+    for col, key in (("successes", "success"), ("failures", "failure")):
+        assert shown(totals[col]) == sum(r["tasks"][key] for r in rep["rows"]), col
+    assert shown(totals["active tokens"]) == sum(r["active_tokens"] for r in rep["rows"])
     notes = at.get_by_key(f"ue_by_{by}_notes").caption[0].value
     for row, want in zip(frame.to_dict("records"), rep["rows"], strict=True):
         # the demo run keeps idle on its own lines (policy separate): the lines with no product are the
         # charges shared over tenants, so that row is named for them
-        assert row[by] == (want[by] or "(shared: charges)")
-        assert_shows(row["cost"], want["cost"])
+        assert row[by] == (want[by] or "shared charges")
+        assert_near(row["cost"], want["cost"])
         assert_shows(row["successes"], want["tasks"]["success"])
         assert_shows(row["failures"], want["tasks"]["failure"])
         assert_shows(row["active tokens"], want["active_tokens"])
@@ -146,7 +161,7 @@ def test_cost_per_successful_task_tables_are_the_cli_rows(demo, by):
     assert {decimals(v) for v in frame["cost"]} == {2} and {decimals(v) for v in frame["success rate"] if v != "—"} == {1}
     if by == "product":
         none_row = next(r for r in rep["rows"] if r["product"] is None)
-        assert "(shared: charges): what tenants carry on lines with no product: shared charges " in notes
+        assert "shared charges: what tenants carry on lines with no product: shared charges " in notes
         assert_shows(notes.split("shared charges \\$", 1)[1].split(" ")[0], none_row["cost"])
 
 
@@ -255,7 +270,7 @@ def test_a_superseded_run_can_be_picked_and_shows_its_own_numbers(demo, tmp_path
     none_row = next(r for r in by_product["rows"] if r["product"] is None)
     assert charges > 0 and idle > 0 and charges + idle == Decimal(none_row["cost"])
     frame = table(at, "ue_by_product").set_index("product")
-    assert_shows(frame.loc["(shared: charges, idle)", "cost"], none_row["cost"])
+    assert_near(frame.loc["shared charges", "cost"], none_row["cost"])
     notes = at.get_by_key("ue_by_product_notes").caption[0].value
     held = notes.split("what tenants carry on lines with no product: ", 1)[1]
     assert held.startswith("shared charges \\$") and " and shared idle \\$" in held
@@ -363,6 +378,76 @@ def test_tenants_needs_two_and_compares_any_two(demo):
     assert list(table(at, "tn_table").columns) == ["metric", "umbrella", "acme"]
     for r in rep["rows"]:
         assert_shows(metrics(at, f"tn_card_{r['tenant']}")["Cost"], r["cost"])
+
+
+def test_drill_down_from_a_tenant_to_its_products_models_and_lines_adds_up(demo):
+    at = page("pages/tenants.py")
+    at.selectbox(key="tn_drill_tenant").set_value("acme").run()
+    assert not at.exception, [e.message for e in at.exception]
+    cost = next(r["cost"] for r in cli(demo, "report", "tenants", "--period", PERIOD)["rows"] if r["tenant"] == "acme")
+    products = table(at, "tn_drill_products")
+    assert list(products["product"]) == ["agent", "chat", "code-assist", "search", "shared charges", "total"]
+    assert_shows(products["cost"].iloc[-1], cost)  # the total row is acme's cost; the rows add up to it as printed
+    assert sum(shown(v) for v in products["cost"].iloc[:-1]) == shown(products["cost"].iloc[-1])
+    at.selectbox(key="tn_drill_product").set_value("agent").run()
+    at.selectbox(key="tn_drill_model").set_value("gpt-5").run()
+    assert not at.exception
+    agent = next(r["cost"] for r in cli(demo, "report", "unit-economics", "--period", PERIOD, "--by", "product",
+                                        "--tenants", "acme")["rows"] if r["product"] == "agent")
+    models = table(at, "tn_drill_models")
+    assert set(models["product"][:-1]) == {"agent"} and "gpt-5" in set(models["model"])
+    assert_shows(models["cost"].iloc[-1], agent)
+    lines = table(at, "tn_drill_lines")
+    assert set(lines["model"]) == {"gpt-5"} and set(lines["product"]) == {"agent"}
+
+
+def test_tenant_by_product_matrix_and_the_spread_add_up_to_the_tenants(demo):
+    at = page("pages/tenants.py")
+    rep = cli(demo, "report", "tenants", "--period", PERIOD)
+    tenants_total = sum(Decimal(r["cost"]) for r in rep["rows"])
+    grid = table(at, "tn_matrix")
+    assert "shared charges" in grid.columns or "shared charges" in table(at, "tn_matrix_2").columns
+    assert_near(grid.set_index("tenant").loc["all tenants", "agent"], sum(
+        Decimal(r["cost"]) for r in cli(demo, "report", "unit-economics", "--period", PERIOD, "--by",
+                                        "product")["rows"] if r["product"] == "agent"))
+    at.toggle(key="tn_matrix_spread").set_value(True).run()
+    assert not at.exception
+    spread = cli(demo, "report", "unit-economics", "--period", PERIOD, "--by", "product", "--spread-shared")
+    assert all(r["product"] is not None for r in spread["rows"])
+    assert sum(Decimal(r["cost"]) for r in spread["rows"]) == tenants_total  # exactly, not to the cent
+    shown_grid = table(at, "tn_matrix").set_index("tenant")
+    for r in spread["rows"]:
+        if r["product"] in shown_grid.columns:
+            assert_near(shown_grid.loc["all tenants", r["product"]], r["cost"])  # display-rounded, adds up
+    at = page("pages/unit_economics.py")
+    at.toggle(key="ue_spread").set_value(True).run()
+    assert not at.exception
+    frame = table(at, "ue_by_product_spread").set_index("product")
+    for r in spread["rows"]:
+        assert_near(frame.loc[r["product"], "cost"], r["cost"])
+    assert sum(shown(v) for v in frame["cost"].drop("total")) == shown(frame.loc["total", "cost"])
+    assert "by the same rule" in at.get_by_key("ue_by_product_spread_notes").caption[0].value
+
+
+def test_trend_page_is_the_cli_trend(demo):
+    doc = cli(demo, "report", "trend", "--from", "2026-08", "--to", PERIOD)
+    at = page("pages/trend.py")
+    assert at.selectbox(key="tr_from").value == "2026-08" and at.selectbox(key="tr_to").value == PERIOD
+    months = table(at, "tr_months")
+    assert list(months["month"]) == ["2026-08", "2026-09", "2026-10"]
+    for row, m in zip(months.to_dict("records"), doc["months"], strict=True):
+        assert_shows(row["run total"], m["total"])
+        assert_shows(row["all-in per success"], m["cost_per_successful_task_all_in"])
+    assert_shows(metrics(at, "tr_tiles")[f"Run total {PERIOD}"], doc["months"][-1]["total"])
+    parts = [table(at, "tr_tenants"), table(at, "tr_tenants_2")]  # the table in parts, whole at 1024 px
+    per_tenant = parts[0].set_index("tenant").join([p.set_index("tenant") for p in parts[1:]])
+    for m in doc["months"]:
+        for r in m["rows"]:
+            assert_near(per_tenant.loc[r["tenant"], m["month"]], r["cost"])  # each month's column adds up
+    assert per_tenant.loc["hooli", "2026-08"] == "not in run"  # first seen in September
+    # a range with a month that has no run says so
+    at.selectbox(key="tr_from").set_value("2026-09").run()
+    assert not at.exception and list(table(at, "tr_months")["month"]) == ["2026-09", "2026-10"]
 
 
 # ---- sizing and budget --------------------------------------------------------------------------
@@ -483,7 +568,18 @@ def test_budget_of_the_example_plan_is_the_cli_budget(demo):
         assert_shows(tiles[f"{name}: total over {n} months"], total["total"])
     months = table(at, "bg_months").set_index("month")
     for s in doc["summary"]:
-        assert_shows(months.loc[s["month"], s["scenario"]], s["total"])
+        assert_near(months.loc[s["month"], s["scenario"]], s["total"])
+    # the quarterly subtotals of `ledger budget forecast` (its `quarters`), then the total; the months
+    # add up to their quarter and the quarters to the total as shown (display rounding)
+    for q in doc["quarters"]:
+        label = q["quarter"] if q["complete"] else f"{q['quarter']} ({len(q['months'])} of 3 months)"
+        assert_near(months.loc[label, q["scenario"]], q["total"])
+        assert sum(shown(months.loc[m, q["scenario"]]) for m in q["months"]) == shown(months.loc[label, q["scenario"]])
+    for name in doc["totals"]:
+        labels = [q["quarter"] if q["complete"] else f"{q['quarter']} ({len(q['months'])} of 3 months)"
+                  for q in doc["quarters"] if q["scenario"] == name]
+        assert sum(shown(months.loc[label, name]) for label in labels) == shown(months.loc["total", name])
+        assert months.loc["total", name] == tiles[f"{name}: total over {n} months"]
     # the base scenario by category: categories down, the months across, six months a table
     detail = table(at, "bg_detail").set_index("category").join(table(at, "bg_detail_2").set_index("category"))
     base = [s for s in doc["summary"] if s["scenario"] == "base"]
@@ -492,8 +588,10 @@ def test_budget_of_the_example_plan_is_the_cli_budget(demo):
     assert list(detail.index) == [*(c.replace("_", " ") for c in used), "total"]
     for s in base:
         for cat in used:
-            assert_shows(detail.loc[cat.replace("_", " "), s["month"]], s["by_category"][cat])
-        assert_shows(detail.loc["total", s["month"]], s["total"])
+            assert_near(detail.loc[cat.replace("_", " "), s["month"]], s["by_category"][cat])
+        # each month's categories add up to the month as the table above shows it
+        assert detail.loc["total", s["month"]] == months.loc[s["month"], "base"]
+        assert sum(shown(v) for v in detail[s["month"]].drop("total")) == shown(detail.loc["total", s["month"]])
     assert {b.key for b in at.get_by_key("bg_downloads").download_button} == {"bg_xlsx", "bg_csv"}
     at.multiselect(key="bg_scenarios").set_value(["base"]).run()
     assert list(metrics(at, "bg_tiles")) == [f"base: total over {n} months"]

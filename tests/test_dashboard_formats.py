@@ -105,7 +105,8 @@ def test_money_axes_carry_the_currency_in_the_sidebar_locale(demo):
 
 def test_number_columns_are_right_aligned(demo):
     at = page("pages/unit_economics.py")
-    config = json.loads(at.get_by_key("ue_by_tenant").dataframe[0].proto.columns)
+    config = {**json.loads(at.get_by_key("ue_by_tenant").dataframe[0].proto.columns),  # the table's two parts
+              **json.loads(at.get_by_key("ue_by_tenant_2").dataframe[0].proto.columns)}
     aligned = {name for name, c in config.items() if c.get("alignment") == "right"}
     assert aligned == {"cost", "own cost per success", "successes", "failures", "success rate", "failed work",
                        "per 1M tokens", "active tokens"}

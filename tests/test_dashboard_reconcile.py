@@ -48,7 +48,13 @@ def test_the_page_shows_the_reconcile_figures(month, ledger_home):
     assert_shows(tiles["Trued-up total"], total["trued_up_total"])
     shown = table(at, "rc_resources")
     rows = dict(zip(shown["resource"], shown["difference"], strict=True))
-    assert set(rows) == {"pool h100-chat", "provider openai", "category egress"}
+    assert set(rows) == {"pool h100-chat", "provider openai", "category egress", "total"}
+    # a totals row: each money column adds up to it as shown (docs/exports.md, "Display rounding")
+    assert list(shown["resource"])[-1] == "total"
+    for col in ("priced", "billed", "difference"):
+        *parts, last = shown[col]
+        assert sum(_amount(v) for v in parts if v != "—") == _amount(last), (col, parts, last)
+    assert _amount(shown["priced"].iloc[-1]) == sum(D(r["priced"]) for r in doc["resources"]).quantize(D("0.01"))
     assert_shows(rows["pool h100-chat"], "-168.12")
     assert rows["provider openai"] == "—"
     unmatched = table(at, "rc_unmatched")
@@ -56,6 +62,11 @@ def test_the_page_shows_the_reconcile_figures(month, ledger_home):
     drift = table(at, "rc_drift")
     mini = drift[drift["model"] == "gpt-5-mini"].iloc[0]
     assert_shows(mini["difference"], "0.05") and assert_shows(mini["ours (book)"], D("0.45"))
+
+
+def _amount(text: str) -> D:
+    """``-$168.12`` as -168.12."""
+    return D("".join(ch for ch in text if ch.isdigit() or ch in ".-"))
 
 
 def test_without_a_map_the_page_asks_for_one(month, ledger_home):

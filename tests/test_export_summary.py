@@ -224,3 +224,58 @@ def test_the_demo_month_summary_and_by_product_are_the_reports_numbers(ledger_ho
         assert _same(got[6], p["cost_per_successful_task"]) and got[7] == p["active_tokens"], name
         assert _same(got[8], p["cost_per_1m_active_tokens"]), name
     assert _same(products[("total", None)][2], by_product["run_total"])
+
+
+def test_each_explanation_sits_on_the_row_it_explains_and_every_table_has_a_live_total(tmp_path):
+    # Issue 28, item 8: on the Summary an explanation of several lines makes its row tall; the label
+    # and its value sit at the top of that row beside the explanation's first line (a cell's default,
+    # the bottom, read a row off in LibreOffice), and every formula names the items it reads by their rows
+    from ledger.export import allocation_as_xlsx
+    from ledger.export.allocation_summary import ALL_IN_LABEL, OWN_ALL_TENANTS_LABEL, PER_1M_LABEL
+
+    path = tmp_path / "run.xlsx"
+    allocation_as_xlsx(_two_figures(), path=path)
+    wb = openpyxl.load_workbook(path)
+    s = wb["Summary"]
+    row = {s.cell(r, 1).value: r for r in range(2, 14)}
+    notes = {r: s.cell(r, 3).value for r in range(2, 14) if s.cell(r, 3).value}
+    assert set(notes) == {row[k] for k in ("idle policy", "run total", "tasks: success", "tasks: failure",
+                                           "tasks: unknown", ALL_IN_LABEL, OWN_ALL_TENANTS_LABEL, "active tokens",
+                                           PER_1M_LABEL)}
+    for label, words in (("idle policy", "separate:"), ("run total", "every amount on the Lines sheet"),
+                         ("tasks: success", "outcome success"), ("tasks: failure", "outcome failure"),
+                         ("tasks: unknown", "no outcome decided"), (ALL_IN_LABEL, "all-in ="),
+                         (OWN_ALL_TENANTS_LABEL, "own cost ="), ("active tokens", "input + output tokens"),
+                         (PER_1M_LABEL, "1,000,000 ÷ active tokens")):
+        r = row[label]
+        assert words in notes[r], (label, notes[r])
+        merged = next(m for m in s.merged_cells.ranges if m.min_row == r)
+        assert (merged.min_col, merged.max_col, merged.max_row) == (3, 8, r), (label, merged)
+        for c in (1, 2, 3):  # label, value and explanation: all at the top of the row
+            assert s.cell(r, c).alignment.vertical == "top", (label, c)
+    assert s.cell(row[ALL_IN_LABEL], 2).value == \
+        f'=IF(B{row["tasks: success"]}=0,"{UNDEFINED_SUCCESS}",B{row["run total"]}/B{row["tasks: success"]})'
+    assert s.cell(row[PER_1M_LABEL], 2).value.endswith(f'B{row["run total"]}*1000000/B{row["active tokens"]})')
+
+    # every table of the Summary and By product ends in a totals row whose cost and counts are live
+    # SUMs over the rows above it (from the table's first row to the row above the total)
+    def tables(ws, cost_col: int) -> list[tuple[int, int]]:
+        """(first row, total row) of each table: the rows under a header row whose cell is "cost"."""
+        out, first = [], None
+        for r in range(1, ws.max_row + 1):
+            if ws.cell(r, cost_col).value == "cost":
+                first = r + 1
+            elif first is not None and ws.cell(r, 1).value == "total":
+                out.append((first, r))
+                first = None
+        return out
+
+    for ws, cost_col, count in ((s, 2, 1), (wb["By product"], 3, 2)):
+        found = tables(ws, cost_col)
+        assert len(found) == count, (ws.title, found)
+        for first, total in found:
+            letter = openpyxl.utils.get_column_letter(cost_col)
+            assert ws.cell(total, cost_col).value == f"=SUM({letter}{first}:{letter}{total - 1})", (ws.title, total)
+            assert ws.cell(total, 1).font.bold and ws.cell(total, cost_col).font.bold
+            for k in (1, 2, 3, 5):  # tasks success, failure, unknown; active tokens
+                assert str(ws.cell(total, cost_col + k).value).startswith("=SUM("), (ws.title, total, k)

@@ -94,7 +94,7 @@ def test_trend_by_tenant_worked(months):
     # b: 3.60 -> 3.60; its cost per success was undefined before; c is new
     assert (b.changes["cost"].amount, b.changes["cost"].ratio) == (D(0), D("0.0000"))
     assert b.changes["cost_per_successful_task"].reason == BEFORE_UNDEFINED
-    assert c.changes["cost"] .reason == NOT_BEFORE and c.changes["cost"].amount is None
+    assert c.changes["cost"].reason == NOT_BEFORE and c.changes["cost"].amount is None
 
 
 def test_a_month_with_no_run_is_said_and_breaks_the_changes_after_it(months):

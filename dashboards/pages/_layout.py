@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from pages._widths import MAX_AUTO_WIDTH, PADDING, autosized, column_widths
+from pages._widths import MAX_AUTO_WIDTH, autosized, column_widths
 
 #: Below 1280 px the page's side margins shrink to 1.5 rem; metric labels wrap everywhere.
 STYLE = """<style>
@@ -48,7 +48,7 @@ def grid_width(frame: pd.DataFrame, help: dict[str, str] | None = None) -> int:
         cells = [_cell(v) for v in frame[name]]
         w = wider.get(str(name)) or autosized(str(name), cells)
         total += min(MAX_AUTO_WIDTH, w + (HELP_ICON if name in help else 0))
-    return math.ceil(total + GRID_EXTRA + 2 * PADDING // 8)
+    return math.ceil(total + GRID_EXTRA)
 
 
 def table_in_parts(frame: pd.DataFrame, key: str, parts: Sequence[Sequence[str]], *, table, **kwargs) -> None:

@@ -1,6 +1,8 @@
 """Bill reconciliation (finance): a run's priced cost beside the cloud bill, per pool, provider and category."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -80,10 +82,6 @@ with st.container(key="rc_tiles", horizontal=True):
                    f"variance; the resources not billed ({f.money(tot['not_billed'])}) keep their priced cost.")
 
 
-def money_or_dash(v) -> str:
-    return "—" if v is None or pd.isna(v) else f.money(v)
-
-
 st.subheader("Per pool, provider and category")
 billed = resources[resources["billed"].notna()]
 if not billed.empty:
@@ -97,17 +95,37 @@ if not billed.empty:
         yOffset=alt.YOffset("side:N", sort=["priced", "billed"]),
         color=alt.Color("side:N", sort=["priced", "billed"], title=None),
         tooltip=["resource:N", "side:N", alt.Tooltip("shown:N", title="amount")]), tot["currency"], key="rc_chart")
+def money_total(column: str) -> list[str]:
+    """A money column and its total, display-rounded (docs/exports.md): the cells add up to the total
+    as shown; a resource the bill does not cover shows a dash and counts as nothing."""
+    cells, total = f.money_column([None if v is None or pd.isna(v) else v for v in resources[column]])
+    return [*cells, total]
+
+
+def _exact_sum(column: str, rows=None):
+    rows = resources if rows is None else rows
+    return sum((v for v in rows[column] if v is not None and not pd.isna(v)), Decimal(0))
+
+
+covered = resources[resources["billed"].notna()]
+total_share = _exact_sum("difference", covered) / _exact_sum("priced", covered) if _exact_sum("priced", covered) else None
 _layout.table_in_parts(pd.DataFrame({
-    "resource": resources["kind"] + " " + resources["name"], "priced": resources["priced"].map(f.money),
-    "billed": resources["billed"].map(money_or_dash), "difference": resources["difference"].map(money_or_dash),
-    "share": [f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
-              for v, why in zip(resources["share"], resources["undefined_because"], strict=True)],
-    "corrections": resources["corrections"].map(money_or_dash), "rows": resources["rows"].map(f.count),
-    "coverage": ["—" if pd.isna(hp) else "no hour priced" if not hp else
-                 f"{f.pct(c)} ({f.count(int(hb))}/{f.count(int(hp))} h)"
-                 for c, hb, hp in zip(resources["coverage"], resources["hours_billed"], resources["hours_priced"],
-                                      strict=True)]}),
-    "rc_resources", [["priced", "billed", "difference", "share"], ["corrections", "rows", "coverage"]], table=ui.table)
+    "resource": [*(resources["kind"] + " " + resources["name"]), "total"], "priced": money_total("priced"),
+    "billed": money_total("billed"), "difference": money_total("difference"),
+    "share": [*(f.pct(v) if v is not None and not pd.isna(v) else f"undefined: {why}"
+                for v, why in zip(resources["share"], resources["undefined_because"], strict=True)),
+              f.pct(total_share) if total_share is not None else "—"],
+    "corrections": money_total("corrections"),
+    "rows": [f.count(n) for n in [*resources["rows"], int(resources["rows"].sum())]],
+    "coverage": [*("—" if pd.isna(hp) else "no hour priced" if not hp else
+                   f"{f.pct(c)} ({f.count(int(hb))}/{f.count(int(hp))} h)"
+                   for c, hb, hp in zip(resources["coverage"], resources["hours_billed"], resources["hours_priced"],
+                                        strict=True)), ""]}),
+    "rc_resources", [["priced", "billed", "difference", "share"], ["corrections", "rows", "coverage"]], table=ui.table,
+    max_rows=len(resources) + 1)
+st.caption("The totals row: the resources of the bill map above (the bill's unmatched rows are apart, below); "
+           "each money column adds up to its total as shown, and the share is the billed resources' difference "
+           "over their priced cost.")
 
 st.subheader("Unmatched bill rows")
 if unmatched.empty:

@@ -11,6 +11,7 @@ from pages import _sizing as sz
 
 from ledger import dashboard as dd
 from ledger.budget import BudgetError
+from ledger.formats import display_column, display_groups
 from ledger.money import MoneyError, to_decimal
 from ledger.pricebook import NoPriceError
 from ledger.hints import say
@@ -283,17 +284,39 @@ def budget() -> None:
             color=alt.Color("scenario:N", sort=list(picked)),
             tooltip=["scenario:N", alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip("shown:N", title="total")]),
             b.currency, key="bg_chart")
-        wide = months.pivot(index="month", columns="scenario", values="total").reset_index()
-        st.subheader("Month by month")
-        ui.table(pd.DataFrame({"month": wide["month"], **{s: wide[s].map(f.money) for s in picked}}), "bg_months")
+        st.subheader("Month by month, by quarter")
+        # as `ledger budget forecast`: each calendar quarter's months, then its subtotal, then the
+        # total; display-rounded so that the months add up to their quarter and the quarters to the
+        # total as shown (ledger.formats.display_groups; docs/exports.md)
+        quarters = b.quarters()
+        grouped = {s: display_groups([[b.total(s, m) for m in ms] for _, ms in quarters], f.places) for s in picked}
+        labels, cells = [], {s: [] for s in picked}
+        month_shown: dict[tuple[str, str], object] = {}
+        for k, (q, ms) in enumerate(quarters):
+            for i, m in enumerate(ms):
+                labels.append(m)
+                for s in picked:
+                    cells[s].append(f.money_at(grouped[s][0][k][i], f.places))
+                    month_shown[(s, m)] = grouped[s][0][k][i]
+            labels.append(q if len(ms) == 3 else f"{q} ({len(ms)} of 3 months)")
+            for s in picked:
+                cells[s].append(f.money_at(grouped[s][1][k], f.places))
+        labels.append("total")
+        for s in picked:
+            cells[s].append(f.money_at(grouped[s][2], f.places))
+        ui.table(pd.DataFrame({"month": labels, **cells}), "bg_months", max_rows=len(labels))
         detail = st.selectbox("Scenario in detail", picked, index=picked.index("base") if "base" in picked else 0,
                               key="bg_detail_scenario")
         one = months[months["scenario"] == detail]
         used = [c for c in dd.CATEGORIES if any(v != 0 for v in one[c])]
         st.markdown(f"**Scenario {detail} by category** (columns: months)")
         by_month = one.set_index("month")
+        # each month's categories add up to the month as shown in the table above
+        detail_cells = {m: display_column([by_month.loc[m, c] for c in used], f.places,
+                                          total=month_shown[(detail, m)])[0] for m in by_month.index}
         ui.tables(pd.DataFrame({"category": [*(c.replace("_", " ") for c in used), "total"],
-                                **{m: [*(f.money(by_month.loc[m, c]) for c in used), f.money(by_month.loc[m, "total"])]
+                                **{m: [*(f.money_at(v, f.places) for v in detail_cells[m]),
+                                       f.money_at(month_shown[(detail, m)], f.places)]
                                    for m in by_month.index}}),
                   "bg_detail", per=6, max_rows=len(used) + 1)
         pools = all_pools[all_pools["scenario"] == detail]

@@ -1,12 +1,16 @@
 """Unit economics (finance): what a period cost, what one successful task cost, where the money went."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
 from pages import _layout
 
 from ledger import dashboard as dd
+from ledger.formats import display_column
+from ledger.money import quantize
 
 st.title("Unit economics")
 state = ui.ledger_state()
@@ -82,8 +86,13 @@ st.caption(md(f"Tasks: {f.count(head['successful_tasks'])} successful, {f.count(
 
 # ---- cost by category over days -----------------------------------------------------------------
 kind_names = {"tenant": "tenants (idle included)" if shared else "tenants"}
-shown = pd.DataFrame({"kind": kinds["kind"].map(lambda k: kind_names.get(k, k.replace("_", " "))),
-                      "amount": kinds["amount"].map(f.money), "share": kinds["share"].map(f.pct)})
+# display rounding (docs/exports.md): the kinds add up to the run total as shown, their shares to 100%
+kind_cells, kind_total = f.money_shown(kinds["amount"])
+kind_shares, _ = display_column([a / head["total"] if head["total"] else None for a in kinds["amount"]], 3)
+tenants_shown = dict(zip(kinds["kind"], kind_cells, strict=True)).get("tenant")
+shown = pd.DataFrame({"kind": [*kinds["kind"].map(lambda k: kind_names.get(k, k.replace("_", " "))), "total"],
+                      "amount": [f.money_at(v, f.places) for v in [*kind_cells, kind_total]],
+                      "share": [f.pct(v) for v in [*kind_shares, Decimal(1) if head["total"] else None]]})
 # the chart takes what the table of kinds leaves, the table its columns' width (whole at 1024 px)
 with st.container(horizontal=True, gap="medium", key="ue_where"):
     with st.container():
@@ -106,17 +115,38 @@ def no_key_label(by: str) -> str:
     return dd.SHARED_CHARGES if by == "product" else f"no {by}"
 
 
+def as_shown(exact: Decimal) -> Decimal | None:
+    """The tenants' cost as "Who carries it" shows it, for a table of the tenants' cost to add up to
+    (None, its own total rounded, when the table's rows are not that cost: a true-up's variance)."""
+    ok = tenants_shown is not None and abs(exact - tenants_shown) < Decimal(1).scaleb(-f.places)
+    return tenants_shown if ok else None
+
+
+def _ratio(a, b, scale: int = 1) -> Decimal | None:
+    return quantize(Decimal(a) * scale / Decimal(b)) if b else None
+
+
 def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
-    per_task = f.unit_column(frame["cost_per_successful_task"])
+    """The rows and a totals row (the rows' sums, its ratios those of the sums). The costs are
+    display-rounded to add up to the total as shown, the tenants' part of "Who carries it"."""
+    cost, successes, failures = sum(frame["cost"], Decimal(0)), int(frame["tasks_success"].sum()), \
+        int(frame["tasks_failure"].sum())
+    tokens = int(frame["active_tokens"].sum())
+    failed = sum((v for v in frame["failed_work"] if v is not None and not pd.isna(v)), Decimal(0))
+    cells, total = display_column(frame["cost"], f.places, total=as_shown(cost))
+    per_task = f.unit_column([*frame["cost_per_successful_task"], _ratio(cost, successes)])
     per_task = [shown if v is not None and not pd.isna(v) else "undefined"
-                for shown, v in zip(per_task, frame["cost_per_successful_task"], strict=True)]
+                for shown, v in zip(per_task, [*frame["cost_per_successful_task"], _ratio(cost, successes)],
+                                    strict=True)]
     return pd.DataFrame({
-        by: frame["key"].map(lambda k: k if isinstance(k, str) else no_key_label(by)),
-        "cost": frame["cost"].map(f.money), OWN_SHORT: per_task,
-        "successes": frame["tasks_success"].map(f.count), "failures": frame["tasks_failure"].map(f.count),
-        "success rate": frame["success_rate"].map(f.pct), "failed work": frame["failed_work_share"].map(f.pct),
-        "per 1M tokens": f.unit_column(frame["cost_per_1m_active_tokens"]),
-        "active tokens": frame["active_tokens"].map(f.count)})
+        by: [*frame["key"].map(lambda k: k if isinstance(k, str) else no_key_label(by)), "total"],
+        "cost": [f.money_at(v, f.places) for v in [*cells, total]], OWN_SHORT: per_task,
+        "successes": [f.count(n) for n in [*frame["tasks_success"], successes]],
+        "failures": [f.count(n) for n in [*frame["tasks_failure"], failures]],
+        "success rate": [f.pct(v) for v in [*frame["success_rate"], _ratio(successes, successes + failures)]],
+        "failed work": [f.pct(v) for v in [*frame["failed_work_share"], _ratio(failed, cost)]],
+        "per 1M tokens": f.unit_column([*frame["cost_per_1m_active_tokens"], _ratio(cost, tokens, 1_000_000)]),
+        "active tokens": [f.count(n) for n in [*frame["active_tokens"], tokens]]})
 
 
 HELP = {OWN_SHORT: f"{OWN}: {head['own_definition']}",
@@ -171,11 +201,16 @@ if by_product["key"].isna().any() and st.toggle(f"Spread the {dd.SHARED_CHARGES}
                                                      "rule they were shared over tenants with"):
     with dd.reading(url) as s:
         spread = ui.spread(s, url, run_id)
-    ui.table(pd.DataFrame({"product": spread["key"].map(lambda k: k if isinstance(k, str) else dd.SHARED_CHARGES),
-                           "cost": spread["cost"].map(f.money),
-                           OWN_SHORT: [f.unit_money(v) if v is not None and not pd.isna(v) else "undefined"
-                                       for v in spread["cost_per_successful_task"]],
-                           "successes": spread["tasks_success"].map(f.count)}), "ue_by_product_spread")
+    spread_cells, spread_total = display_column(spread["cost"], f.places,
+                                                total=as_shown(sum(spread["cost"], Decimal(0))))
+    ui.table(pd.DataFrame({"product": [*spread["key"].map(lambda k: k if isinstance(k, str) else dd.SHARED_CHARGES),
+                                       "total"],
+                           "cost": [f.money_at(v, f.places) for v in [*spread_cells, spread_total]],
+                           OWN_SHORT: [*(f.unit_money(v) if v is not None and not pd.isna(v) else "undefined"
+                                         for v in spread["cost_per_successful_task"]), ""],
+                           "successes": [f.count(n) for n in [*spread["tasks_success"],
+                                                              int(spread["tasks_success"].sum())]]}),
+             "ue_by_product_spread", max_rows=len(spread) + 1)
     with st.container(key="ue_by_product_spread_notes"):
         st.caption(md(f"{dd.SHARED_CHARGES_NOTE}. The products' costs add up to the tenants' cost, "
                       f"{f.money(spread['cost'].sum())}, exactly; with idle and unallocated, to the run total."))

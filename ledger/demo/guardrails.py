@@ -12,7 +12,7 @@ It is the one thing ``ledger alerts --as-of 2026-11-12T12:00:00Z`` should find b
 budgets that run out (tests/test_guardrails.py checks it)."""
 from __future__ import annotations
 
-import tempfile
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
@@ -90,11 +90,12 @@ def build_open_month(ledger: Home, step: Callable[[str], None] = lambda _m: None
 
     with store.session(ledger.database_url) as s:
         batches = facts.committed_batches(s)
-    # The replayed rows go through a scratch folder: the facts keep them, and `ledger demo --force`
-    # wipes the demo's own input files only (ledger.demo.home), so none is left beside them.
-    with tempfile.TemporaryDirectory(prefix="ledger-demo-open-month-") as scratch:
-        paths = {kind: Path(scratch) / f"{kind}-2026-11.parquet" for kind in ("fleet", "charges", "requests", "outcomes",
-                                                                             "meters")}
+    # The replayed rows go through a scratch folder of the home, removed once ingested: the facts keep
+    # them, and `ledger demo --force` wipes the demo's own input files only (ledger.demo.home).
+    scratch = ledger.path / "demo" / "open-month-2026-11"
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        paths = {kind: scratch / f"{kind}.parquet" for kind in ("fleet", "charges", "requests", "outcomes", "meters")}
         con = facts.connect(batches, ledger.path, period=(OPEN_START - SHIFT - timedelta(days=3), OPEN_START))
         try:
             for kind, path in paths.items():
@@ -105,6 +106,8 @@ def build_open_month(ledger: Home, step: Callable[[str], None] = lambda _m: None
         for kind, path in paths.items():
             step(f"ingesting the open month's {kind} (November 2026 up to {AS_OF:%Y-%m-%d %H:%M} UTC)")
             ingested[kind] = ingest(kind, [path], home=ledger).rows_new
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     step("loading the demo's budgets book")
     book = read_budget_book(BUDGETS, "ledger/data/demo-budgets.toml")
     with store.session(ledger.database_url) as s:

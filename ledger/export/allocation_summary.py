@@ -32,6 +32,9 @@ OWN_ALL_TENANTS_LABEL = "cost per successful task (own cost), all tenants"
 PER_1M_LABEL = "cost per 1M active tokens (all-in)"
 ALL_TENANTS = "(all tenants)"
 NO_PRODUCT = SHARED_CHARGES  #: the row of the tenants' lines with no product (ledger.drilldown)
+#: The Summary's first item row (under the header row): an item's label in A, its value in B and
+#: how it is computed in C:H, all on the item's own row.
+ITEMS_FIRST_ROW = 2
 #: Lines on no tenant: the kinds that are never a tenant's, and a true-up's variance on no tenant.
 OFF_TENANT = LINE_KINDS[1:]
 
@@ -136,6 +139,17 @@ def summary_sheet(wb: Workbook, data: RunData, lines: LinesRef, fmt: Formats) ->
 
     last = max(first, last_tenant)
     tenant_costs = f"SUM(B{first}:B{last})"
+    # the items in order, each on its row from row 2: a formula names another item's cell by its
+    # label (`at`), never by a row number written here, so an item added above moves nothing off
+    labels = ["period (UTC, end exclusive)", "run", "reporting currency", "idle policy", "run total",
+              "tasks: success", "tasks: failure", "tasks: unknown", ALL_IN_LABEL, OWN_ALL_TENANTS_LABEL,
+              "active tokens", PER_1M_LABEL]
+    row_of = {label: r for r, label in enumerate(labels, ITEMS_FIRST_ROW)}
+
+    def at(label: str) -> str:
+        return f"B{row_of[label]}"
+
+    success, run_total, tokens = at("tasks: success"), at("run total"), at("active tokens")
     items = [
         ("period (UTC, end exclusive)", f"{period['start']} to {period['end']}", None, ""),
         ("run", info.run_id, None, "" if info.closing is None else f"period {info.closing.text}"),
@@ -149,23 +163,30 @@ def summary_sheet(wb: Workbook, data: RunData, lines: LinesRef, fmt: Formats) ->
         ("tasks: failure", f"=SUM(D{first}:D{last})", INTEGER_FORMAT, "tasks with outcome failure decided in the period"),
         ("tasks: unknown", f"=SUM(E{first}:E{last})", INTEGER_FORMAT,
          "tasks seen in the period's requests with no outcome decided by the period end"),
-        (ALL_IN_LABEL, f'=IF(B7=0,"undefined: {NO_SUCCESS}",B6/B7)', fmt.unit, f"all-in = {ALL_IN_DEFINITION}"),
-        (OWN_ALL_TENANTS_LABEL, f'=IF(B7=0,"undefined: {NO_SUCCESS}",{tenant_costs}/B7)', fmt.unit,
+        (ALL_IN_LABEL, f'=IF({success}=0,"undefined: {NO_SUCCESS}",{run_total}/{success})', fmt.unit,
+         f"all-in = {ALL_IN_DEFINITION}"),
+        (OWN_ALL_TENANTS_LABEL, f'=IF({success}=0,"undefined: {NO_SUCCESS}",{tenant_costs}/{success})', fmt.unit,
          f"own cost = {OWN_DEFINITION}; here every tenant's own cost together ÷ their successful tasks "
          "(each tenant's below)"),
         ("active tokens", f"=SUM(G{first}:G{last})", INTEGER_FORMAT, "input + output tokens of the period's requests"),
-        (PER_1M_LABEL, f'=IF(B12=0,"undefined: {NO_TOKENS}",B6*1000000/B12)', fmt.tokens,
+        (PER_1M_LABEL, f'=IF({tokens}=0,"undefined: {NO_TOKENS}",{run_total}*1000000/{tokens})', fmt.tokens,
          "the run total × 1,000,000 ÷ active tokens (each tenant's below: its own cost)"),
     ]
-    for r, (label, value, number_format, how) in enumerate(items, 2):
-        put(ws, r, 1, label)
+    assert [label for label, *_ in items] == labels and ITEMS_FIRST_ROW + len(items) < top
+    for r, (label, value, number_format, how) in enumerate(items, ITEMS_FIRST_ROW):
+        name = put(ws, r, 1, label)
         if isinstance(value, str) and value.startswith("="):
             cell = put_formula(ws, r, 2, value, number_format)
         else:
             cell = put(ws, r, 2, value, number_format)
         if label in (ALL_IN_LABEL, OWN_ALL_TENANTS_LABEL, "run total"):
             _bold(cell)
-            _bold(ws.cell(row=r, column=1))
+            _bold(name)
+        # the label, its value and its explanation all at the top of the row: an explanation of
+        # several lines makes the row tall, and a label left at the bottom (a cell's default) would
+        # read beside the first line of the next row's explanation, a row off
+        for c in (name, cell):
+            c.alignment = Alignment(vertical="top", horizontal=c.alignment.horizontal)
         if how:
             _note(ws, r, how)
     # column A as wide as its longest label, so no label is cut when printed

@@ -49,6 +49,10 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", he
                        run_id: Optional[str] = typer.Option(None, "--run", help=_RUN),
                        by: str = typer.Option("tenant", "--by", help="tenant, product or model"),
                        tenants: Optional[str] = typer.Option(None, "--tenants", help="only these tenants: a,b"),
+                       spread_shared: bool = typer.Option(False, "--spread-shared",
+                                                          help="with --by product: each tenant's shared charges "
+                                                               "spread over its products by the rule they were "
+                                                               "shared over tenants with"),
                        as_json: bool = typer.Option(False, "--json", help=_JSON),
                        as_csv: bool = typer.Option(False, "--csv", help=_CSV)) -> None:
     """Cost, failed work, shared idle (under idle policy share), tokens, tasks and cost per success by tenant,
@@ -56,8 +60,15 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", he
     console.one_format(as_json, as_csv)
     if by not in BY:
         console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
+    if spread_shared and by != "product":
+        console.fail(f"--spread-shared spreads the shared charges over products: give it with --by product, not "
+                     f"--by {by}")
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
+    if spread_shared:
+        from ..drilldown import spread_shared as spread
+
+        data = spread(data)
     report = unit_economics(data, by=by, tenants=_tenants(tenants))
     _unknown_tenants(report, data)
     console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json,
@@ -103,16 +114,13 @@ def trend_cmd(frm: str = typer.Option(..., "--from", help="first month, e.g. 202
                                                                "model as CSV")) -> None:
     """Month over month: each month's current run, cost, successes, both costs per successful task and
     the change from the month before; a month with no run is listed as such."""
-    from .trend import TrendRangeError, load_trend, trend_as_csv, trend_as_json, trend_as_table
+    from .trend import load_trend, trend_as_csv, trend_as_json, trend_as_table
 
     console.one_format(as_json, as_csv)
     if by not in BY:
         console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
     with console.Ledger() as s:
-        try:
-            found = load_trend(s, first=frm, last=to, by=by)
-        except TrendRangeError as e:
-            console.fail(str(e))
+        found = load_trend(s, first=frm, last=to, by=by)  # a bad range is a LedgerError: one line, exit 1
     console.emit(found, as_json=as_json, as_csv=as_csv, json_of=trend_as_json, csv_of=trend_as_csv,
                  table_of=trend_as_table)
 
@@ -153,6 +161,7 @@ def close_cmd(period: str = typer.Option(..., "--period", help="the month to clo
     From then on an ingest that touches the month is refused (or booked into an open month with
     --as-adjustment), the month is not allocated again (a difference with the bill is a true-up run,
     listed beside the final run), and every report, workbook and dashboard page says who closed it."""
+    store.month_bounds(period)  # a period that is no month is refused first, as every command does
     if by is None:
         console.fail("--by: who signs the month off is required (e.g. --by 'Dana Reyes'): the close records "
                      "who signed it, when, and the run signed as final", 2)

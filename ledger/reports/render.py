@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
 
 from rich.console import Group
 from rich.text import Text
@@ -18,7 +19,7 @@ from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
                          opt, ratio, tenant_entry)
 from ..drilldown import row_label
-from ..formats import count, money, percent, plural, unit_costs
+from ..formats import count, display_column, display_table, money, percent, plural, unit_costs
 from ..instants import iso
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
@@ -137,10 +138,11 @@ def _all_in_text(report: Report) -> str:
 
 def _caption(report: Report) -> str:
     crit = ", ".join(report.criteria) or "none recorded"
+    shown = _shown(report)
     parts = [f"success criteria: {crit}", f"idle policy {report.run.idle_policy}", f"basis {report.run.basis}",
-             f"run total {money(report.total)}"]
-    if report.tenants is None:
-        parts.append("not on tenants: " + ", ".join(f"{k} {money(v)}" for k, v in report.unattributed.items()))
+             f"run total {money(shown.run_total)}"]
+    if report.tenants is None:  # with the rows' total row, adding up to the run total as printed
+        parts.append("not on tenants: " + ", ".join(f"{k} {money(v)}" for k, v in shown.unattributed.items()))
     lines = [" · ".join(parts), f"all-in cost per successful task: {_all_in_text(report)}; all-in = "
              f"{ALL_IN_DEFINITION}"]
     if report.by != "model":
@@ -157,44 +159,152 @@ def _label(key: str | None, by: str) -> str:
 SHARED_IDLE = "shared idle"
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """The money of a report as printed (display rounding, docs/exports.md): each row's cost and the
+    rows' total, the rows' costs by category (every row adding up to its printed cost, every
+    category column to its printed total), and, without a tenant filter, the lines on no tenant,
+    adding up with the rows' total to the printed run total."""
+
+    costs: list[Decimal]
+    total: Decimal
+    used: list[str]
+    categories: list[list[Decimal]]
+    category_totals: list[Decimal]
+    unattributed: dict[str, Decimal]
+    run_total: Decimal
+
+
+def _shown(report: Report) -> _Shown:
+    rows = report.rows
+    exact = sum((r.cost for r in rows), Decimal(0))
+    if report.tenants is None:
+        parts, run_total = display_column([exact, *report.unattributed.values()])
+        total, unattributed = parts[0], dict(zip(report.unattributed, parts[1:]))
+    else:
+        total, unattributed, run_total = display_column([exact])[1], {}, display_column([report.total])[1]
+    used = [c for c in CATEGORIES if any(r.by_category[c] for r in rows)]
+    if rows and used:
+        cells, costs, col_totals, _ = display_table([[r.by_category[c] for c in used] for r in rows], total=total)
+    else:
+        cells, col_totals = [[] for _ in rows], [Decimal("0.00") for _ in used]
+        costs = display_column([r.cost for r in rows], total=total)[0]
+    return _Shown(costs=costs, total=total, used=used, categories=cells, category_totals=col_totals,
+                  unattributed=unattributed, run_total=run_total)
+
+
+def _quotient(a: Decimal, b: int, scale: int = 1) -> Decimal | None:
+    """``a × scale ÷ b`` to 1e-6 (a totals row's unit cost), None when `b` is 0."""
+    if not b:
+        return None
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return quantize(a * scale / b)
+
+
+def _tasks(r: Row) -> dict[str, int]:
+    return r.tasks or {"success": 0, "failure": 0, "unknown": 0}
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """A report's totals row (the rows' sums; its ratios those of the sums) beside its rows."""
+
+    failed: list[Decimal]
+    failed_total: Decimal
+    idle: list[Decimal]
+    idle_total: Decimal
+    gpu_share: list[Decimal | None]
+    gpu_share_total: Decimal | None
+    per_task: list[str]
+    per_1m: list[str]
+    tasks: dict[str, int]
+    requests: int
+    active_tokens: int
+    failed_share: Decimal | None
+    success_rate: Decimal | None
+
+
+def _totals(report: Report, shown: _Shown) -> _Totals:
+    """The columns beside the cost, display-rounded so that each adds up to its totals row; the
+    unit costs of the totals row (the rows' cost over their successes, over their tokens) take the
+    column's one rule with the rows'."""
+    rows = report.rows
+    failed, failed_total = display_column([r.failed_work for r in rows])
+    idle, idle_total = display_column([r.idle_share for r in rows])
+    if report.gpu_total:  # shares of all GPU cost, at 1 decimal of a percentage, adding up as printed
+        gpu_share, gpu_share_total = display_column([r.gpu_cost / report.gpu_total for r in rows], 3)
+    else:
+        gpu_share, gpu_share_total = [None] * len(rows), None
+    tasks = {k: sum(_tasks(r)[k] for r in rows) for k in ("success", "failure", "unknown")}
+    cost = sum((r.cost for r in rows), Decimal(0))
+    tokens = sum(r.active_tokens for r in rows)
+    per_task = unit_costs([*(r.cost_per_successful_task for r in rows), _quotient(cost, tasks["success"])])
+    per_1m = unit_costs([*(r.cost_per_1m_active_tokens for r in rows), _quotient(cost, tokens, 1_000_000)])
+    decided = tasks["success"] + tasks["failure"]
+    return _Totals(failed=failed, failed_total=failed_total, idle=idle, idle_total=idle_total, gpu_share=gpu_share,
+                   gpu_share_total=gpu_share_total, per_task=per_task, per_1m=per_1m, tasks=tasks,
+                   requests=sum(r.requests for r in rows), active_tokens=tokens,
+                   failed_share=quantize(sum((r.failed_work for r in rows), Decimal(0)) / cost, RATIO_EXP)
+                   if cost else None,
+                   success_rate=quantize(Decimal(tasks["success"]) / decided, RATIO_EXP) if decided else None)
+
+
+#: The label of a table's totals row.
+TOTAL = "total"
+
+
 def unit_economics_as_table(report: Report) -> Group:
     """The report for a person (money formatted here, by :mod:`ledger.formats`): the cost columns,
-    the volume columns and the cost by category, each a table that fits the terminal."""
+    the volume columns and the cost by category, each a table that fits the terminal, each with a
+    totals row. Money is display-rounded (docs/exports.md, "Display rounding"): every printed money
+    column adds up to its printed total, each row's categories to its printed cost, and the rows'
+    total with the lines on no tenant (the caption) to the printed run total."""
     rows, by, cur = report.rows, report.by, report.run.currency
-    per_m = unit_costs(r.cost_per_1m_active_tokens for r in rows)
+    shown = _shown(report)
+    tot = _totals(report, shown)
+    *per_m, per_m_total = tot.per_1m
     if by == "model":
+        gpu, gpu_total = display_column([r.gpu_cost for r in rows])
+        tokens, tokens_total = display_column([r.by_category["provider_tokens"] for r in rows])
         t = FitTable(title=_title(report, "unit economics by model"), caption=_caption(report))
         t.add_column("model", numeric=False)
         for col in ("cost", "GPU", "provider tokens", "requests", "active tokens", f"{cur}/1M active tokens",
                     "share of GPU"):
             t.add_column(col)
-        for r, pm in zip(rows, per_m):
-            t.add_row(_label(r.key, by), money(r.cost), money(r.gpu_cost), money(r.by_category["provider_tokens"]),
-                      count(r.requests), count(r.active_tokens), pm, percent(report.share_of_gpu(r)))
+        for r, c, g, pt, pm, sg in zip(rows, shown.costs, gpu, tokens, per_m, tot.gpu_share):
+            t.add_row(_label(r.key, by), money(c), money(g), money(pt), count(r.requests), count(r.active_tokens), pm,
+                      percent(sg))
+        t.add_row(TOTAL, money(shown.total), money(gpu_total), money(tokens_total), count(tot.requests),
+                  count(tot.active_tokens), per_m_total, percent(tot.gpu_share_total), style="bold")
         return Group(t)
-    per_task = unit_costs(r.cost_per_successful_task for r in rows)
+    *per_task, per_task_total = tot.per_task
     t = FitTable(title=_title(report, f"unit economics by {by}"))
     t.add_column(by, numeric=False)
     for col in ("cost", "failed work", "failed share", SHARED_IDLE, "cost per success (own cost)",
                 f"{cur}/1M active tokens"):
         t.add_column(col)
-    for r, ps, pm in zip(rows, per_task, per_m):
-        t.add_row(_label(r.key, by), money(r.cost), money(r.failed_work), percent(r.failed_work_share),
-                  money(r.idle_share), "undefined" if r.cost_per_successful_task is None else ps, pm)
+    for r, c, fw, idle, ps, pm in zip(rows, shown.costs, tot.failed, tot.idle, per_task, per_m):
+        t.add_row(_label(r.key, by), money(c), money(fw), percent(r.failed_work_share),
+                  money(idle), "undefined" if r.cost_per_successful_task is None else ps, pm)
+    t.add_row(TOTAL, money(shown.total), money(tot.failed_total), percent(tot.failed_share), money(tot.idle_total),
+              "undefined" if not tot.tasks["success"] else per_task_total, per_m_total, style="bold")
     volume = FitTable(title=f"requests, tokens and tasks by {by}", caption=_caption(report))
     volume.add_column(by, numeric=False)
     for col in ("requests", "active tokens", "tasks success", "tasks failure", "tasks unknown", "success rate"):
         volume.add_column(col)
     for r in rows:
-        tk = r.tasks or {"success": 0, "failure": 0, "unknown": 0}
+        tk = _tasks(r)
         volume.add_row(_label(r.key, by), count(r.requests), count(r.active_tokens), count(tk["success"]),
                        count(tk["failure"]), count(tk["unknown"]), percent(r.success_rate))
-    used = [c for c in CATEGORIES if any(r.by_category[c] for r in rows)]
-    cats = FitTable(title=f"cost by category ({cur})")
-    for col in [by, *used]:
+    volume.add_row(TOTAL, count(tot.requests), count(tot.active_tokens), count(tot.tasks["success"]),
+                   count(tot.tasks["failure"]), count(tot.tasks["unknown"]), percent(tot.success_rate), style="bold")
+    cats = FitTable(title=f"cost by category ({cur}; each row adds up to its cost)")
+    for col in [by, *shown.used, "cost"]:
         cats.add_column(col, numeric=col != by)
-    for r in rows:
-        cats.add_row(_label(r.key, by), *(money(r.by_category[c]) for c in used))
+    for r, cells, c in zip(rows, shown.categories, shown.costs):
+        cats.add_row(_label(r.key, by), *(money(v) for v in cells), money(c))
+    cats.add_row(TOTAL, *(money(v) for v in shown.category_totals), money(shown.total), style="bold")
     return Group(t, volume, cats)
 
 
@@ -242,8 +352,10 @@ def tenants_as_csv(report: Report) -> str:
 
 
 def tenants_as_table(report: Report) -> FitTable:
-    """Tenants side by side (rich): one row per metric, one column per tenant; each row one format
-    (money, a unit cost by the row's one rule, a percentage or a count)."""
+    """Tenants side by side (rich): one row per metric, one column per tenant and a totals column
+    (the tenants' sums; its ratios those of the sums); each row one format (money, a unit cost by
+    the row's one rule, a percentage or a count). Money and shares are display-rounded: each printed
+    row adds up to its printed total, the costs as in the unit-economics report."""
     if report.by != "tenant":
         raise ValueError("the tenant comparison needs a report by tenant")
     rows = report.rows
@@ -257,19 +369,22 @@ def tenants_as_table(report: Report) -> FitTable:
         decided = tk["success"] + tk["failure"]
         return quantize(Decimal(tk["failure"]) / decided, RATIO_EXP) if decided else None
 
-    per_task = unit_costs(r.cost_per_successful_task for r in rows)
-    cells = {"cost": [money(r.cost) for r in rows],
-             "share of GPU": [percent(report.share_of_gpu(r)) for r in rows],
-             "cost per successful task (own cost)": ["undefined" if r.cost_per_successful_task is None else v
-                                                     for r, v in zip(rows, per_task)],
-             "success rate": [percent(r.success_rate) for r in rows],
-             "task failure rate": [percent(fail_rate(tk)) for tk in tasks],
-             "failed work share": [percent(r.failed_work_share) for r in rows],
-             f"{report.run.currency}/1M active tokens": unit_costs(r.cost_per_1m_active_tokens for r in rows),
-             SHARED_IDLE: [money(r.idle_share) for r in rows],
-             "requests": [count(r.requests) for r in rows],
-             "active tokens": [count(r.active_tokens) for r in rows],
-             **{f"tasks {k}": [count(tk[k]) for tk in tasks] for k in ("success", "failure", "unknown")}}
+    shown = _shown(report)
+    tot = _totals(report, shown)
+    t.add_column(TOTAL)
+    per_task = tot.per_task
+    undefined = [*(r.cost_per_successful_task is None for r in rows), not tot.tasks["success"]]
+    cells = {"cost": [money(c) for c in [*shown.costs, shown.total]],
+             "share of GPU": [percent(v) for v in [*tot.gpu_share, tot.gpu_share_total]],
+             "cost per successful task (own cost)": ["undefined" if u else v for u, v in zip(undefined, per_task)],
+             "success rate": [percent(v) for v in [*(r.success_rate for r in rows), tot.success_rate]],
+             "task failure rate": [percent(fail_rate(tk)) for tk in [*tasks, tot.tasks]],
+             "failed work share": [percent(v) for v in [*(r.failed_work_share for r in rows), tot.failed_share]],
+             f"{report.run.currency}/1M active tokens": tot.per_1m,
+             SHARED_IDLE: [money(v) for v in [*tot.idle, tot.idle_total]],
+             "requests": [count(n) for n in [*(r.requests for r in rows), tot.requests]],
+             "active tokens": [count(n) for n in [*(r.active_tokens for r in rows), tot.active_tokens]],
+             **{f"tasks {k}": [count(tk[k]) for tk in [*tasks, tot.tasks]] for k in ("success", "failure", "unknown")}}
     for metric, values in cells.items():
         t.add_row(metric, *values)
     return t
@@ -320,7 +435,8 @@ def runs_as_json(runs: Iterable, closings: Mapping[str, Closing] | None = None) 
 def summary_as_table(doc: dict) -> Group:
     """The run summary `ledger allocate` prints (from its ``--json`` document, :func:`ledger.economics.summary`)
     for a person: the run, its total and the all-in cost per successful task, where the money went by
-    kind and by category (money grouped at 2 decimals, each with its share of the total), the true-up,
+    kind and by category (two tables with totals rows, money grouped at 2 decimals, each with its
+    share of the total, display-rounded so that the printed amounts and shares add up), the true-up,
     flags and notes. Prose wraps at the terminal's width; nothing in it is read as markup."""
     p, cur = doc["period"], doc["currency"]
     total = Decimal(doc["total"])
@@ -335,16 +451,21 @@ def summary_as_table(doc: dict) -> Group:
                                f"{plural(doc[key + '_denominator'], 'successful task')} ({doc['definitions'][key]})"))
     else:
         parts.append(paragraph(f"all-in cost per successful task: undefined ({doc['reasons'][key]})"))
-    t = FitTable(title=f"where the money went ({cur})")
-    t.add_column("kind / category", numeric=False)
-    t.add_column("amount")
-    t.add_column("of total")
-    for k, v in doc["by_kind"].items():
-        t.add_row(k, money(Decimal(v)), percent(Decimal(v) / total if total else None))
-    for k, v in doc["by_category"].items():
-        if Decimal(v) != 0:
-            t.add_row(f"  {k}", money(Decimal(v)), percent(Decimal(v) / total if total else None))
-    parts.append(t)
+    # by kind and by category, each with a totals row and display-rounded: the printed amounts (and
+    # their shares) add up to the printed total (docs/exports.md, "Display rounding")
+    for title, head, items in ((f"where the money went ({cur})", "kind", list(doc["by_kind"].items())),
+                               (f"by category ({cur})", "category",
+                                [(k, v) for k, v in doc["by_category"].items() if Decimal(v) != 0])):
+        amounts, shown_total = display_column([Decimal(v) for _, v in items])
+        shares, _ = display_column([Decimal(v) / total for _, v in items] if total else [None] * len(items), 3)
+        t = FitTable(title=title)
+        t.add_column(head, numeric=False)
+        t.add_column("amount")
+        t.add_column("of total")
+        for (k, _), a, sh in zip(items, amounts, shares):
+            t.add_row(k, money(a), percent(sh))
+        t.add_row(TOTAL, money(shown_total), percent(Decimal(1) if total else None), style="bold")
+        parts.append(t)
     tu = doc.get("true_up")
     if tu:
         not_billed = (f" · not billed {money(Decimal(tu['not_billed']))} (run total "

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from ..allocate import period_label
 from ..economics import ALL_IN, ALL_IN_DEFINITION, OWN_DEFINITION, opt, ratio
+from ..errors import LedgerError
 from ..formats import count, display_column, money, percent, unit_costs
 from ..money import fmt
 from ..outputs import csv_text
@@ -19,7 +20,7 @@ from ..trend import CHANGE_DEFINITION, NO_RUN, Change, MonthData, Trend, TrendMo
 MAX_MONTHS = 120
 
 
-class TrendRangeError(ValueError):
+class TrendRangeError(LedgerError, ValueError):
     """--from/--to that do not make a range of months (the message says why)."""
 
 

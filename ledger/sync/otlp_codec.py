@@ -23,6 +23,11 @@ PROTOBUF, JSON = "application/x-protobuf", "application/json"
 TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens",
           "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.reasoning.output_tokens")
 OPERATION = "gen_ai.operation.name"
+#: Spans per OTLP JSON document written: the otel adapter unnests each document in DuckDB, whose memory
+#: grows with a document's size (a request of 512 spans as one document ran out of the ingest's 1.2 GB
+#: at 2,000 spans), so a request is written as documents of at most this many spans, each with its
+#: resource and scope.
+LINE_SPANS = 64
 
 
 class Refused(LedgerError):
@@ -36,8 +41,8 @@ class Refused(LedgerError):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A request decoded. Fields: `line` (the kept spans as one OTLP JSON document, UTF-8, no line
-    break; None when no span was kept), `spans` (spans in the request), `kept` (GenAI inference spans
+    """A request decoded. Fields: `line` (the kept spans as OTLP JSON documents of at most
+    :data:`LINE_SPANS` spans, one a line, UTF-8, no final line break; None when no span was kept), `spans` (spans in the request), `kept` (GenAI inference spans
     kept), `dropped` (other spans: counted, not read), `rejected` (inference spans refused) and `why`
     (the first rejection's reason, for the partial success' message)."""
 
@@ -171,8 +176,10 @@ def _keep(doc: dict, operations: frozenset[str]) -> Decoded:
                 out.append({**rs, "scopeSpans": scopes})
     except (AttributeError, TypeError) as e:
         raise Refused(400, f"the body is not an OTLP ExportTraceServiceRequest: {e}") from None
-    line = json.dumps({"resourceSpans": out}, separators=(",", ":"), ensure_ascii=False).encode() if out else None
-    return Decoded(line=line, spans=spans, kept=kept, dropped=dropped, rejected=rejected, why=why)
+    docs = [json.dumps({"resourceSpans": [{**rs, "scopeSpans": [{**ss, "spans": ss["spans"][i:i + LINE_SPANS]}]}]},
+                       separators=(",", ":"), ensure_ascii=False).encode()
+            for rs in out for ss in rs["scopeSpans"] for i in range(0, len(ss["spans"]), LINE_SPANS)]
+    return Decoded(line=b"\n".join(docs) if docs else None, spans=spans, kept=kept, dropped=dropped, rejected=rejected, why=why)
 
 
 def _text(value) -> str | None:
