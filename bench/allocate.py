@@ -240,7 +240,7 @@ def digest(alloc) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def spark_child(folder: Path, driver_memory: str) -> dict:
+def spark_child(folder: Path, driver_memory: str, conf: list[str] | None = None) -> dict:
     """One allocation with the Spark engine over the month's Parquet files (fleet and charges on DuckDB)."""
     from ledger.allocate import Policy, allocate
     from ledger.allocate.spark import SparkEngine, session
@@ -249,16 +249,28 @@ def spark_child(folder: Path, driver_memory: str) -> dict:
     import synth
 
     t0 = time.perf_counter()
-    spark = session("local[*]", {"spark.driver.memory": driver_memory})
+    spark = session("local[*]", {"spark.driver.memory": driver_memory, **dict(kv.split("=", 1) for kv in conf or [])})
+    settings = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.autoBroadcastJoinThreshold",
+                                               "spark.sql.adaptive.enabled")}
     started = time.perf_counter() - t0
     urls = {"requests": ["file://" + p.as_posix() for p in sorted(folder.glob("requests-*.parquet"))],
             "outcomes": ["file://" + (folder / "outcomes.parquet").as_posix()], "meters": []}
     book, problems = parse_book(BOOK, "bench.toml")
     assert not problems, problems
     stages: list[tuple[str, float]] = []
+    engine = SparkEngine(spark, urls)
+    tables: dict[str, float] = {}  # seconds of each relation the engine makes (Spark's job and the copy back)
+    create = engine.create
+
+    def timed(con, table, sql):
+        t = time.perf_counter()
+        create(con, table, sql)
+        tables[table.name] = round(tables.get(table.name, 0) + time.perf_counter() - t, 2)
+
+    engine.create = timed
     t0 = time.perf_counter()
     alloc = allocate(facts_connection(folder), start=synth.MONTH_START, end=synth.MONTH_END,
-                     prices=PriceIndex([book]), policy=Policy(), engine=SparkEngine(spark, urls),
+                     prices=PriceIndex([book]), policy=Policy(), engine=engine,
                      progress=lambda stage: stages.append((stage, time.perf_counter())))
     seconds = time.perf_counter() - t0
     ends = [t for _, t in stages[1:]] + [t0 + seconds]
@@ -268,6 +280,7 @@ def spark_child(folder: Path, driver_memory: str) -> dict:
     jvm.wait(timeout=120)
     return {"seconds": seconds, "session_seconds": started, "lines": len(alloc.lines), "total": str(alloc.total),
             "digest": digest(alloc), "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)},
+            "settings": settings, "tables": tables,
             "jvm_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
             "python_peak_rss_mb": peak_rss_mb()}
 
@@ -380,7 +393,8 @@ def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool, data: Path 
           f"run in a fresh process; {os.cpu_count()} CPUs")
 
 
-def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, driver_memory: str) -> None:
+def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, driver_memory: str,
+                conf: list[str] | None = None) -> None:
     """Per size: the Spark engine's allocation (`repeat` fresh children) beside one DuckDB allocation."""
     rows = []
     for n in sizes:
@@ -389,19 +403,22 @@ def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, dri
             folder.mkdir(parents=True, exist_ok=True)
             made = 0.0 if (folder / "complete").exists() else generate(n, seed, folder)
             duck = measure("pair", folder, 1)[0]
-            spark = measure("spark", folder, repeat, ("--spark-driver-memory", driver_memory))
+            extra = ("--spark-driver-memory", driver_memory, *(x for kv in conf or [] for x in ("--spark-conf", kv)))
+            spark = measure("spark", folder, repeat, extra)
         same = all(r["digest"] == duck["digest"] for r in spark)
         row = {"requests": n, "spark_seconds": round(statistics.median(r["seconds"] for r in spark), 2),
                "all_spark_seconds": [round(r["seconds"], 2) for r in spark],
                "session_seconds": round(statistics.median(r["session_seconds"] for r in spark), 2),
                "duckdb_seconds": round(duck["seconds"], 2), "same": same, "lines": duck["lines"],
                "total": duck["total"], "jvm_peak_rss_mb": round(max(r["jvm_peak_rss_mb"] for r in spark)),
-               "stages": spark[0]["stages"]}
+               "stages": spark[0]["stages"], "settings": spark[0]["settings"], "tables": spark[0]["tables"],
+               "ratio": round(statistics.median(r["seconds"] for r in spark) / duck["seconds"], 1)}
         rows.append(row)
         print(f"{n:,} requests ({f'generated in {made:.0f} s' if made else 'facts reused'}): Spark "
               f"{row['spark_seconds']} s (session start {row['session_seconds']} s apart), DuckDB "
               f"{row['duckdb_seconds']} s; {'the same' if same else 'DIFFERENT'} lines ({row['lines']:,}, total "
-              f"{row['total']}); stages {row['stages']}", flush=True)
+              f"{row['total']}); {row['ratio']}x DuckDB; stages {row['stages']}; relations {row['tables']}; settings {row['settings']}",
+              flush=True)
     print()
     print("| requests | Spark local (s) | session start (s) | DuckDB (s) | same lines | lines | JVM peak RSS (MiB) |")
     print("|---:|---:|---:|---:|---|---:|---:|")
@@ -425,6 +442,9 @@ def main() -> None:
     ap.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
                     help="spark: time the allocation with the per-request work on local Spark, beside DuckDB's")
     ap.add_argument("--spark-driver-memory", default="3g", help="--engine spark: the local driver's heap (default 3g)")
+    ap.add_argument("--spark-conf", action="append", metavar="KEY=VALUE",
+                    help="--engine spark: a Spark setting over the engine's own (e.g. spark.sql.shuffle.partitions=200 "
+                         "to measure Spark's defaults); repeatable")
     ap.add_argument("--child", choices=["prepare", "allocate", "write", "duckdb", "pair", "spark"],
                     help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -433,7 +453,7 @@ def main() -> None:
         prepare(args.n, args.seed, args.folder)
         return
     if args.child == "spark":
-        print(json.dumps(spark_child(args.folder, args.spark_driver_memory)))
+        print(json.dumps(spark_child(args.folder, args.spark_driver_memory, args.spark_conf)))
         return
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
@@ -441,7 +461,7 @@ def main() -> None:
     if args.engine == "spark":
         sizes = args.sizes.split(",") if args.sizes else [str(args.n)]
         spark_table([int(x.replace("_", "")) for x in sizes], args.seed, args.repeat, args.data,
-                    args.spark_driver_memory)
+                    args.spark_driver_memory, args.spark_conf)
         return
     if args.sizes:
         scaling([int(x.replace("_", "")) for x in args.sizes.split(",")], args.seed, args.repeat, args.json, args.data)

@@ -163,11 +163,16 @@ def spread_shared(data: RunData) -> RunData:
     return replace(data, lines=tuple(kept + added))
 
 
+#: The name of the by-product view with the shared charges spread over products: its JSON's `view`,
+#: its CSV's `view` column and its table's title say it.
+SPREAD_VIEW = "shared charges spread"
+
+
 def spread_by_product(data: RunData, *, tenants: Sequence[str] | None = None):
     """The unit economics by product with the shared charges spread over products
     (:func:`spread_shared`): a :class:`ledger.economics.Report` whose rows add up, with the lines of
-    no tenant, to the run total."""
-    return unit_economics(spread_shared(data), by="product", tenants=tenants)
+    no tenant, to the run total; its `view` is :data:`SPREAD_VIEW`."""
+    return replace(unit_economics(spread_shared(data), by="product", tenants=tenants), view=SPREAD_VIEW)
 
 
 # ---- a tenant's drill-down and the matrix -----------------------------------------------------

@@ -137,6 +137,7 @@ class Report:
     tenants: tuple[str, ...] | None
     criteria: tuple[str, ...]
     successful_tasks: int
+    view: str | None = None  # a view other than the lines as booked: "shared charges spread" (ledger.drilldown)
 
     def share_of_gpu(self, row: Row) -> Decimal | None:
         return quantize(row.gpu_cost / self.gpu_total, RATIO_EXP) if self.gpu_total else None

@@ -66,3 +66,61 @@ def ledger_home(tmp_path, db_url, monkeypatch):
     store.init_store(url)
     yield home
     store.dispose_engines()
+
+
+# ---- the demo, built once per session ------------------------------------------------------------
+# `ledger demo` builds three months and an open one (about 10 s on a quiet machine); a dozen test
+# modules read it. It is built once per session in a SQLite home of its own, which nothing changes:
+# a test or module that needs the demo in a ledger it may change gets a copy of that folder (the
+# ledger DB, the facts and the demo's inputs), which is the same ledger, run ids included. On
+# PostgreSQL (the store tests' second run) the demo is built afresh in the test's own schema, so the
+# store tests still run it on the real server.
+_DEMO: dict[str, tuple[Path, object]] = {}
+
+
+def demo_template(tmp_path_factory) -> tuple[Path, object]:
+    """(home, DemoResult) of the demo built once this session; read-only (copy it to change it)."""
+    if "built" not in _DEMO:
+        import shutil
+
+        from ledger import store
+        from ledger.demo import run_demo
+
+        home = tmp_path_factory.getbasetemp() / "demo-template" / "home"
+        if home.parent.exists():
+            shutil.rmtree(home.parent)
+        home.parent.mkdir(parents=True)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("LEDGER_HOME", str(home))
+            mp.delenv("LEDGER_DATABASE_URL", raising=False)
+            mp.chdir(home.parent)
+            result = run_demo()
+            store.dispose_engines()
+        _DEMO["built"] = (home, result)
+    return _DEMO["built"]
+
+
+def copy_demo(tmp_path_factory, dest: Path):
+    """The session's demo copied into the folder `dest` (created, or emptied of a fresh ledger's
+    files first); returns its DemoResult with `home` set to `dest`."""
+    import dataclasses
+    import shutil
+
+    home, result = demo_template(tmp_path_factory)
+    if dest.exists():
+        for p in dest.iterdir():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    shutil.copytree(home, dest, dirs_exist_ok=True)
+    return dataclasses.replace(result, home=dest)
+
+
+@pytest.fixture
+def demo_ledger(ledger_home, db_url, tmp_path_factory):
+    """The demo in this test's ledger home (`ledger_home`, with the environment pointing at it): a
+    copy of the session's build on SQLite, built afresh on PostgreSQL. Returns the DemoResult."""
+    from ledger import demo, store
+
+    if not db_url.startswith("sqlite"):
+        return demo.run_demo()
+    store.dispose_engines()
+    return copy_demo(tmp_path_factory, ledger_home)

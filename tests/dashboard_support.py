@@ -21,22 +21,9 @@ PERIOD = "2026-10"
 def demo_month(tmp_path_factory) -> Path:
     """The demo month (`ledger demo`), built once per test session under pytest's base temp folder
     and shared read-only by every dashboard test module (a test that changes a ledger copies it)."""
-    from ledger import store
-    from ledger.demo import run_demo
+    from conftest import demo_template
 
-    home = tmp_path_factory.getbasetemp() / "dashboard-demo-month" / "home"
-    done = home.parent / "built"
-    if not done.exists():
-        if home.parent.exists():
-            shutil.rmtree(home.parent)  # an interrupted build
-        home.parent.mkdir(parents=True)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("LEDGER_HOME", str(home))
-            mp.delenv("LEDGER_DATABASE_URL", raising=False)
-            run_demo()
-            store.dispose_engines()
-        done.write_text("ok\n", encoding="utf-8")
-    return home
+    return demo_template(tmp_path_factory)[0]  # the session's demo (tests/conftest.py)
 
 
 def cli(home: Path, *args: str) -> dict | list:

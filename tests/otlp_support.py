@@ -24,6 +24,7 @@ class Receiver:
         self.env = {**os.environ, "LEDGER_HOME": str(home), **(env or {})}
         self.proc = None
         self.url = None
+        self.stderr = ""
 
     def start(self, timeout: float = 60) -> "Receiver":
         cmd = [sys.executable, "-c", SERVE, "otlp", "serve", "--port", str(self.port), "--map", str(MAP),
@@ -47,11 +48,11 @@ class Receiver:
         self.proc.wait()
 
     def stop(self, timeout: float = 120) -> int:
-        """SIGTERM: it commits what it holds and ends."""
+        """SIGTERM: it commits what it holds and ends; what it wrote to stderr since it listened is
+        `stderr`."""
         self.proc.terminate()
-        rc = self.proc.wait(timeout=timeout)
-        self.proc.stderr.close()
-        return rc
+        _, self.stderr = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode
 
 
 def provider(url: str, *, batch: int = 512, queue: int = 2048, delay_ms: int = 200, timeout: float = 10,

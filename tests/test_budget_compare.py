@@ -84,10 +84,8 @@ amount = "5000.00"
 
 
 @pytest.mark.store
-def test_compare_on_the_demo_month(ledger_home, tmp_path):
-    from ledger import demo
-
-    run = demo.run_demo().summary
+def test_compare_on_the_demo_month(demo_ledger, tmp_path):
+    run = demo_ledger.summary
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     r = runner.invoke(app, ["budget", "compare", str(plan), "--period", "2026-10", "--json"])
@@ -323,3 +321,34 @@ def test_no_category_in_common_is_refused_and_the_fix_is_named():
     assert c.matching.categories.ledger_only == ("gpu", "storage")
     assert c.matching.pools.ledger_only == ("p1",) and not c.matching.complete
     assert c.total.forecast == D("310.00") and c.total.actual == D("316.40")
+
+
+@pytest.mark.store
+def test_compare_says_the_close_of_the_run_it_compares_with(hand_ledger, tmp_path):
+    """Issue 28 item 1: the table's title, `close` in the JSON, a `period_close` column in the CSV and
+    the budget workbook's provenance (`--xlsx`) say the compared run's month: open, then signed."""
+    import csv
+    import io
+
+    import openpyxl
+
+    books, run_id = hand_ledger
+    plan = _hand_plan(tmp_path, "same", ("p1", "p3"))
+    doc = json.loads(_compare(books, plan, "--json").stdout)
+    assert doc["close"]["status"] == "open" and doc["close"]["text"] == "open"
+    r = runner.invoke(app, ["close", "--period", "2026-10", "--by", "Dana Reyes"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(_compare(books, plan, "--json").stdout)
+    text = doc["close"]["text"]
+    assert text.startswith("closed by Dana Reyes at ") and text.endswith(f", final run {run_id}")
+    assert doc["close"]["final_run"] == run_id
+    assert text in " ".join(_compare(books, plan).stdout.split())
+    rows = list(csv.DictReader(io.StringIO(_compare(books, plan, "--csv").stdout)))
+    assert rows and {row["period_close"] for row in rows} == {text}
+    book = tmp_path / "compared.xlsx"
+    r = _compare(books, plan, "--xlsx", str(book))
+    assert r.exit_code == 0, r.output
+    prov = {row[0]: row[1] for row in openpyxl.load_workbook(book)["Provenance"].iter_rows(min_row=2, values_only=True)
+            if row[0]}
+    assert prov["period close"] == text
+    assert prov["compared with run"].startswith(f"{run_id} (2026-10, scenario base")

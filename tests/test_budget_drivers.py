@@ -262,10 +262,7 @@ output_tokens = "11000000"
 
 
 @pytest.mark.store
-def test_budget_compare_splits_the_demo_month(ledger_home, tmp_path):
-    from ledger import demo
-
-    demo.run_demo()
+def test_budget_compare_splits_the_demo_month(demo_ledger, tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(DEMO_PLAN)
     runner = CliRunner()

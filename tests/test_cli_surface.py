@@ -33,16 +33,9 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def demo_result(tmp_path_factory):
     """The demo month (October 2026) in a home of its own, built once by `ledger demo`'s Python API."""
-    from ledger import store
-    from ledger.demo import run_demo
+    from conftest import copy_demo
 
-    home = tmp_path_factory.mktemp("cli-surface") / "home"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(home))
-        mp.delenv("LEDGER_DATABASE_URL", raising=False)
-        result = run_demo()
-        store.dispose_engines()
-    return result
+    return copy_demo(tmp_path_factory, tmp_path_factory.mktemp("cli-surface") / "home")  # the session's demo
 
 
 @pytest.fixture

@@ -375,7 +375,7 @@ def test_tenants_needs_two_and_compares_any_two(demo):
     at.multiselect(key="tn_pick").set_value(["umbrella", "acme"]).run()
     assert not at.exception
     rep = cli(demo, "report", "tenants", "--period", PERIOD, "--tenants", "umbrella,acme")
-    assert list(table(at, "tn_table").columns) == ["metric", "umbrella", "acme"]
+    assert list(table(at, "tn_table").columns) == ["metric", "umbrella", "acme", "total (these tenants)"]
     for r in rep["rows"]:
         assert_shows(metrics(at, f"tn_card_{r['tenant']}")["Cost"], r["cost"])
 
@@ -599,6 +599,19 @@ def test_budget_of_the_example_plan_is_the_cli_budget(demo):
 
 # ---- price books --------------------------------------------------------------------------------
 
+def in_parts(at, key: str):
+    """A table laid out in parts (keys `key`, `key_2`, ...: pages/_layout.table_in_parts) as one frame."""
+    import pandas as pd
+
+    frames = [table(at, key)]
+    while True:
+        try:
+            part = table(at, f"{key}_{len(frames) + 1}")
+        except KeyError:
+            return pd.concat(frames, axis=1)
+        frames.append(part.drop(columns=[part.columns[0]]))
+
+
 def test_price_books_in_force_history_and_check_are_the_cli(demo):
     from ledger.cli import app
 
@@ -609,10 +622,11 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
     assert_shows(metrics(at, "pb_tiles")["Prices in force"], len(doc["prices"]))
     meters = sorted({p["meter"] for p in doc["prices"]})
     # one table per meter; a column every row of it leaves at `*` (any) is left out and named above it
+    # (each in two parts, the price, then when and where from: pages/_layout.py)
     assert [d.value for d in at.get_by_key("pb_in_force").dataframe] and len(at.get_by_key("pb_in_force").dataframe) \
-        == len(meters)
+        == 2 * len(meters)
     for meter in meters:
-        frame = table(at, f"pb_in_force_{meter}")
+        frame = in_parts(at, f"pb_in_force_{meter}")
         wants = [p for p in doc["prices"] if p["meter"] == meter]
         assert len(frame) == len(wants)
         for row, want in zip(frame.to_dict("records"), wants, strict=True):
@@ -633,8 +647,8 @@ def test_price_books_in_force_history_and_check_are_the_cli(demo):
                 assert_shows(said.split(" + ")[1].split(" upfront")[0], want["upfront"])
     at.selectbox(key="pb_meter").set_value("gpu_time").run()
     gpu = cli(demo, "pricebook", "show", "--at", "2026-10-15", "--meter", "gpu_time")
-    assert len(at.get_by_key("pb_in_force").dataframe) == 1
-    assert len(table(at, "pb_in_force_gpu_time")) == len(gpu["prices"])
+    assert len(at.get_by_key("pb_in_force").dataframe) == 2
+    assert len(in_parts(at, "pb_in_force_gpu_time")) == len(gpu["prices"])
     key = ("gpu_time", "H100-SXM-80GB", "us-east-1", "on_demand", "*")   # meter, sku, region, option, provider
     at.selectbox(key="pb_key").set_value(key).run()
     history = table(at, "pb_history")
@@ -733,3 +747,19 @@ def test_forecast_vs_actual_is_the_cli_comparison(demo):
     # the demo's plan names the demo's pools, models and categories: the page says they all match
     said = at.get_by_key("fa_matching").caption[0].value
     assert said.startswith("The plan and the run name the same things. In both: pools: h100-chat, h200-code")
+
+
+def test_tenants_side_by_side_has_a_totals_column_that_adds_up_as_printed(demo):
+    """Issue 28 item 7: the side-by-side table's totals column; money (and shares of GPU) add up to it
+    as printed, and its cost is the Σ of the tenants' exact costs rounded."""
+    at = page("pages/tenants.py")
+    picked = at.multiselect(key="tn_pick").value
+    rep = cli(demo, "report", "tenants", "--period", PERIOD, "--tenants", ",".join(picked))
+    frame = table(at, "tn_table").set_index("metric")
+    total = "total (these tenants)"
+    assert list(frame.columns) == [*picked, total]
+    cost = sum(Decimal(r["cost"]) for r in rep["rows"])
+    assert_shows(frame.loc["cost", total], cost)
+    assert sum(shown(frame.loc["cost", t]) for t in picked) == shown(frame.loc["cost", total])
+    assert sum(shown(frame.loc["share of GPU", t]) for t in picked) == shown(frame.loc["share of GPU", total])
+    assert shown(frame.loc["requests", total]) == sum(r["requests"] for r in rep["rows"])

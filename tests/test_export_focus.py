@@ -48,10 +48,8 @@ def validate(focus_validator, path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def test_focus_export_of_the_demo_month_passes_the_validator(ledger_home, tmp_path, focus_validator):
-    from ledger import demo
-
-    result = demo.run_demo()
+def test_focus_export_of_the_demo_month_passes_the_validator(demo_ledger, tmp_path, focus_validator):
+    result = demo_ledger
     out = tmp_path / "focus.csv"
     r = runner.invoke(app, ["export", "--period", "2026-10", "--focus", str(out), "--focus-version", "1.0"])
     assert r.exit_code == 0, r.output

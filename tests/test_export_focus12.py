@@ -167,10 +167,8 @@ def read(text: str) -> list[dict[str, str]]:
 
 # ---- the demo month through the CLI, validated ----------------------------------------------------
 
-def test_focus12_export_of_the_demo_month_passes_focus_validator_2_2_1(ledger_home, tmp_path, focus12_validator):
-    from ledger import demo
-
-    result = demo.run_demo()
+def test_focus12_export_of_the_demo_month_passes_focus_validator_2_2_1(demo_ledger, tmp_path, focus12_validator):
+    result = demo_ledger
     out = tmp_path / "focus.csv"
     r = runner.invoke(app, ["export", "--period", "2026-10", "--focus", str(out)])  # 1.2 is the default
     assert r.exit_code == 0, r.output

@@ -172,10 +172,8 @@ def _same(cell, reported: str | None) -> bool:
 
 
 @pytest.mark.store
-def test_the_demo_month_summary_and_by_product_are_the_reports_numbers(ledger_home, tmp_path):
-    from ledger import demo
-
-    run = demo.run_demo().summary
+def test_the_demo_month_summary_and_by_product_are_the_reports_numbers(demo_ledger, tmp_path):
+    run = demo_ledger.summary
     out = tmp_path / "out"
     out.mkdir()
     r = runner.invoke(app, ["export", "--period", "2026-10", "--xlsx", str(out / "run.xlsx")])

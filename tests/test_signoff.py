@@ -130,3 +130,28 @@ def test_run_roles():
     found = [_run("r1", 10, 1), _run("r2", 10, 5), _run("r3", 10, 20), _run("s1", 9, 1), _run("s2", 9, 2)]
     assert run_roles(found, {"2026-10": signed, "2026-09": store.Closing(period="2026-09")}) == {
         "r1": "superseded", "r2": "final", "r3": "after close", "s1": "", "s2": "current"}
+
+
+def test_reconcile_and_trend_say_the_close(month):
+    """Issue 28 item 1: `ledger reconcile` (its title, `close` in the JSON, `period_close` in the CSV)
+    and `ledger report trend` (each month's row) say the month's close, open then signed."""
+    run_id = month["run_id"]
+    cli("ingest", "bill", str(BILL))
+    rec = ["reconcile", "--period", "2026-10", "--bill-map", str(MAP)]
+    assert json.loads(cli(*rec, "--json"))["close"]["text"] == "open"
+    trend = ["report", "trend", "--from", "2026-10", "--to", "2026-10"]
+    assert json.loads(cli(*trend, "--json"))["months"][0]["close"]["text"] == "open"
+    assert {r["period_close"] for r in csv.DictReader(io.StringIO(cli(*trend, "--csv")))} == {"open"}
+    cli("close", "--period", "2026-10", "--by", "Dana Reyes")
+    with store.session() as s:
+        text = store.closing(s, "2026-10").text
+    assert text.endswith(f"final run {run_id}")
+    doc = json.loads(cli(*rec, "--json"))
+    assert doc["close"]["text"] == text and doc["close"]["closed_by"] == "Dana Reyes"
+    rows = list(csv.DictReader(io.StringIO(cli(*rec, "--csv"))))
+    assert rows and {r["period_close"] for r in rows} == {text}
+    assert text in flat(cli(*rec))
+    assert json.loads(cli(*trend, "--json"))["months"][0]["close"]["text"] == text
+    assert {r["period_close"] for r in csv.DictReader(io.StringIO(cli(*trend, "--csv")))} == {text}
+    table = flat(cli(*trend))
+    assert "close" in table and "Dana Reyes" in table

@@ -149,7 +149,7 @@ def sync_file(tmp_path: Path, url: str, extra: str = "") -> Path:
 
 
 def requests(home: Path) -> list[tuple]:
-    from tests.test_adapters import COLS
+    from test_adapters import COLS
 
     with store.session() as s:
         con = facts.open_ledger_facts(s, home)
@@ -169,7 +169,7 @@ def cli(*args: str):
 
 
 def test_sync_gives_the_adapters_rows_and_a_second_sync_adds_nothing(ledger_home, litellm_db, tmp_path):
-    from tests.test_adapters import EXPECTED
+    from test_adapters import EXPECTED
 
     url, eng = litellm_db
     write_rows(eng, ROWS)

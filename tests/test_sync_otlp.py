@@ -17,7 +17,7 @@ import time
 import pytest
 
 from ledger import facts, store
-from tests.otlp_support import Receiver, expected_tokens, genai_span, provider
+from otlp_support import Receiver, expected_tokens, genai_span, provider
 
 pytestmark = pytest.mark.store
 START = 1790849100_000_000_000  # 2026-10-01T08:05:00Z in nanoseconds
@@ -170,3 +170,119 @@ def test_kill_9_in_the_middle_then_the_exporter_s_retries_leave_every_span_once(
     wait_for(lambda: ledger_rows(ledger_home)[0] >= n, timeout=60)
     assert rx.stop() == 0
     assert ledger_rows(ledger_home) == (n, n, inputs, outputs)
+
+
+#: A ledger DB that cannot be reached (nothing listens on port 1): every commit fails at once.
+DB_DOWN = {"LEDGER_DATABASE_URL": "postgresql+psycopg://ledger@127.0.0.1:1/down"}
+
+
+def spool_files(home) -> list[str]:
+    return sorted(p.name for p in (home / "spool" / "otlp" / "otlp").glob("seg-*.jsonl"))
+
+
+def test_429_with_retry_after_while_spans_wait_and_the_sdk_exporter_retries_after_it(ledger_home, caplog):
+    """More spans wait than --max-pending-spans: 429 with Retry-After (the flush interval); the SDK's
+    exporter waits that long, sends again, and every span lands once."""
+    import logging
+
+    rx = Receiver(ledger_home, "--flush-every", "1", "--max-pending-spans", "50").start()
+    try:
+        many = [span_json("0af7651916cd43dd8448eb211c80319c", f"{i + 1:016x}") for i in range(60)]
+        assert post(rx.url, doc(*many))[0] == 200  # 60 spans wait now, more than 50
+        status, headers, body = post(rx.url, doc(span_json("1af7651916cd43dd8448eb211c80319c", "c7ad6b7169203331")))
+        assert status == 429, body
+        assert headers["Retry-After"] == "1"
+        answer = json.loads(body)
+        assert answer["code"] == 8 and "60 spans wait to be committed" in answer["message"]
+        wait_for(lambda: watermark().get("spans") == 60)  # committed: it keeps up again
+        # the official exporter, batches of 100 spans: after the first, each waits for a commit
+        with caplog.at_level(logging.WARNING):
+            tp = provider(rx.url, batch=100, delay_ms=50, timeout=30)
+            tracer = tp.get_tracer("app")
+            for i in range(200):
+                genai_span(tracer, i, start_ns=START + i * 10**6)
+            assert tp.force_flush(60_000)
+            tp.shutdown()
+        wait_for(lambda: watermark().get("spans") == 260)
+    finally:
+        assert rx.stop() == 0
+    retried = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert retried and all("Too Many Requests" in m for m in retried), retried
+    inputs, outputs = expected_tokens(200)
+    assert ledger_rows(ledger_home) == (260, 260, inputs + 600, outputs + 300)
+    assert not spool_files(ledger_home)
+
+
+def test_503_while_the_ledger_is_down_then_a_bounded_stop_names_the_spool_files_and_the_next_start_commits_them(
+        ledger_home):
+    good = span_json("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    tools = [span_json("0af7651916cd43dd8448eb211c80319c", f"d7ad6b716920333{i}", op="execute_tool")
+             for i in range(2)]
+    rx = Receiver(ledger_home, "--flush-every", "0.2", "--stop-grace", "1", env=DB_DOWN).start()
+    try:
+        assert post(rx.url, doc(good, *tools))[0] == 200  # durable in the spool, not yet committed
+        spans = 3  # the spans of the requests answered 200
+
+        def refused():
+            nonlocal spans
+            got = post(rx.url, doc(good))
+            spans += got[0] == 200
+            return got if got[0] == 503 else None
+
+        status, headers, body = wait_for(refused)
+        assert headers["Retry-After"] == "5"
+        answer = json.loads(body)
+        assert answer["code"] == 14 and answer["message"].startswith("the ledger cannot commit now (")
+    finally:
+        rc = rx.stop()  # SIGTERM while the ledger is down: tries for --stop-grace, then gives up
+    left = spool_files(ledger_home)
+    assert rc == 1 and left, rx.stderr
+    assert "stay uncommitted" in rx.stderr and "the next start commits them" in rx.stderr
+    assert all(name in rx.stderr for name in left)
+    assert watermark() == {}
+
+    rx = Receiver(ledger_home, "--flush-every", "0.2").start()  # the ledger is back
+    try:
+        wait_for(lambda: watermark().get("spans") == spans)
+    finally:
+        assert rx.stop() == 0
+    assert ledger_rows(ledger_home) == (1, 1, 10, 5)
+    w = watermark()
+    assert (w["spans"], w["dropped"], w["rejected"]) == (spans, 2, 0)
+    assert not spool_files(ledger_home)
+
+
+def test_counts_of_non_genai_spans_survive_kill_9_and_a_segment_read_again_counts_once(ledger_home):
+    import shutil
+
+    good = span_json("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    tools = [span_json("0af7651916cd43dd8448eb211c80319c", f"d7ad6b716920333{i}", op="execute_tool")
+             for i in range(4)]
+    rx = Receiver(ledger_home, "--flush-every", "3600").start()  # no micro-batch before the kill
+    assert post(rx.url, doc(*tools[:3]))[0] == 200  # non-GenAI spans only: counted, nothing kept
+    assert post(rx.url, doc(good, tools[3]))[0] == 200
+    rx.kill()
+    [name] = spool_files(ledger_home)
+    seg = ledger_home / "spool" / "otlp" / "otlp" / name
+    assert seg.read_bytes().count(b'{"ledgerOtlp":') == 2  # each request's tally, durable with it
+    with open(seg, "ab") as fh:  # a request cut off in its write: never answered, so never counted
+        fh.write(doc(good)[:80])
+    kept = seg.with_suffix(".copy")
+    shutil.copy(seg, kept)
+
+    rx = Receiver(ledger_home, "--flush-every", "0.2").start()
+    try:
+        wait_for(lambda: watermark().get("spans") == 5)
+    finally:
+        assert rx.stop() == 0
+    w = watermark()
+    assert (w["spans"], w["dropped"], w["rejected"], w["segment"]) == (5, 4, 0, name)
+    # the segment committed but not removed (a kill between the two): read again, counted once
+    kept.replace(seg)
+    rx = Receiver(ledger_home, "--flush-every", "0.2").start()
+    try:
+        wait_for(lambda: not spool_files(ledger_home))
+    finally:
+        assert rx.stop() == 0
+    assert watermark() == w
+    assert ledger_rows(ledger_home) == (1, 1, 10, 5)

@@ -148,17 +148,11 @@ def test_budget_gpu_table_by_hand(forecast):
 def compare(tmp_path_factory) -> dict:
     """The demo month and test_budget_drivers' plan of it (its pools and gpt-5; no charges, so the
     ledger's other categories are warned about): `budget compare` as JSON and at 100 and 80 columns."""
+    from conftest import copy_demo
+
     root = tmp_path_factory.mktemp("budget-compare-tables")
     home = root / "home"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LEDGER_HOME", str(home))
-        mp.delenv("LEDGER_DATABASE_URL", raising=False)
-        mp.chdir(root)
-        r = runner.invoke(app, ["demo", "--json"])
-        assert r.exit_code == 0, r.output
-        from ledger import store
-
-        store.dispose_engines()
+    copy_demo(tmp_path_factory, home)  # the session's demo, copied
     plan = root / "plan.toml"
     plan.write_text(DEMO_PLAN)
     args = ("budget", "compare", str(plan), "--period", "2026-10")

@@ -167,3 +167,23 @@ def test_a_run_that_did_not_record_its_charges_rules_spreads_them_by_cost(months
     cells = drilldown.matrix(data, spread=True)
     assert cells[("a", "chat")] + cells[("a", "code")] == D("67.70")
     assert sum((r.cost for r in spread.rows), D(0)) == D("182.20")
+
+
+def test_the_spread_view_says_it_is_the_spread_view(months):
+    """Issue 28 item 4: `--spread-shared` says so in its JSON (`view`), its CSV (a column) and its title."""
+    from ledger.reports import render
+
+    data = months[2].data
+    spread = drilldown.spread_by_product(data)
+    assert spread.view == drilldown.SPREAD_VIEW == "shared charges spread"
+    assert render.unit_economics_as_json(spread)["view"] == "shared charges spread"
+    rows = list(csv.DictReader(io.StringIO(render.unit_economics_as_csv(spread))))
+    assert rows and {r["view"] for r in rows} == {"shared charges spread"}
+    from rich.console import Console
+
+    con = Console(width=400, record=True)
+    con.print(render.unit_economics_as_table(spread))
+    assert "unit economics by product (shared charges spread)" in con.export_text()
+    plain = unit_economics(data, by="product")  # the report as booked says no view
+    assert "view" not in render.unit_economics_as_json(plain)
+    assert "view" not in next(csv.DictReader(io.StringIO(render.unit_economics_as_csv(plain))))

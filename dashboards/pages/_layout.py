@@ -60,5 +60,8 @@ def table_in_parts(frame: pd.DataFrame, key: str, parts: Sequence[Sequence[str]]
         for n, cols in enumerate(parts):
             part = frame[[first, *cols]]
             helps = {k: v for k, v in (kwargs.get("help") or {}).items() if k in part.columns}
+            extra = {}
+            if kwargs.get("column_config") is not None:  # a column's config goes with the part that shows it
+                extra["column_config"] = {k: v for k, v in kwargs["column_config"].items() if k in part.columns} or None
             with st.container(width=grid_width(part, helps)):
-                table(part, key if n == 0 else f"{key}_{n + 1}", **{**kwargs, "help": helps or None})
+                table(part, key if n == 0 else f"{key}_{n + 1}", **{**kwargs, "help": helps or None, **extra})

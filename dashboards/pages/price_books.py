@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 
 from ledger import dashboard as dd
 
@@ -124,8 +125,12 @@ def price_tables(frame: pd.DataFrame, key: str) -> None:
             shown = prices_table(rows).drop(columns=["meter", "as written", "upfront"], errors="ignore")
             wildcards = [c for c in ("region", "option", "provider") if c not in shown.columns]
             st.markdown(f"**{name}**" + (f" · {', '.join(wildcards)}: any" if wildcards else ""))
-            ui.table(shown, f"{key}_{name}", max_rows=25, help=HELP,
-                     column_config=LINK if "source" in shown.columns else None)
+            # the price and what it is for, then when and where from: side by side at 1400 px, one under
+            # the other at 1024, where the whole table needs 718 to 780 px of the 664 (pages/_layout.py)
+            what = [c for c in ("region", "option", "provider", "price", "per") if c in shown.columns]
+            _layout.table_in_parts(shown, f"{key}_{name}", [what, [c for c in shown.columns[1:] if c not in what]],
+                                   table=ui.table, max_rows=25, help=HELP,
+                                   column_config=LINK if "source" in shown.columns else None)
             notes = booked_notes(rows)
             if notes:
                 st.caption("  \n".join(notes).replace("$", "\\$"))

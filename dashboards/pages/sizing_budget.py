@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 from pages import _sizing as sz
 
 from ledger import dashboard as dd
@@ -139,11 +140,11 @@ def price_inputs(pool) -> dict:
     device = sz.choose(st, "Device", devices, "sz_device", default=pool.device if pool else NOT_PRICED)
     of_device = gpu_prices[gpu_prices["device"] == device]
     regions = sorted(of_device["region"].unique()) or ["*"]
-    d2, d3 = st.columns(2)
-    region = sz.choose(d2, "Region", regions, "sz_region", default=pool.region if pool else None,
+    # one under the other: side by side, half of the inputs' column cuts "on_demand" at 1024 px
+    region = sz.choose(st, "Region", regions, "sz_region", default=pool.region if pool else None,
                        disabled=device == NOT_PRICED)
     options = sorted(of_device[of_device["region"] == region]["purchase_option"].unique()) or ["*"]
-    option = sz.choose(d3, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
+    option = sz.choose(st, "Purchase option", options, "sz_option", default=pool.purchase_option if pool else None,
                        disabled=device == NOT_PRICED)
     return {"device": None if device == NOT_PRICED else device, "region": region, "purchase_option": option,
             "at": at, "hours_text": hours_text}
@@ -225,9 +226,13 @@ def result_table(result, frame, f, currency: str) -> None:
         f"{currency}/month": frame["monthly_cost"].map(f.money) if result.pricing else "not priced",
         "capacity tok/GPU-s": frame["capacity_tokens_per_gpu_s"].map(lambda v: f.number(v, 1)),
     })
-    ui.table(shown, "sz_table", help={"c*": "requests in flight per replica at the SLA (~: between measured "
-                                            "points, DRAFT)", "replicas": "serving + reserve replicas",
-                                      "capacity tok/GPU-s": "output tokens per GPU-second at c*"})
+    # in two parts, side by side at 1400 px and one under the other at 1024 (pages/_layout.py)
+    _layout.table_in_parts(shown, "sz_table", [["c*", "replicas", "GPUs", f"{currency}/month"],
+                                                    ["tok/s/user at c*", "replica output tok/s", "basis",
+                                                     "limited by", "capacity tok/GPU-s"]], table=ui.table,
+                           help={"c*": "requests in flight per replica at the SLA (~: between measured points, "
+                                       "DRAFT)", "replicas": "serving + reserve replicas",
+                                 "capacity tok/GPU-s": "output tokens per GPU-second at c*"})
     chart = ui.floats(frame, ["monthly_cost"]) if result.pricing else frame.assign(monthly_cost=None)
     base = alt.Chart(chart).encode(x=alt.X("sla_tok_s_user:Q", title="SLA (output tok/s per user)"))
     gpus = base.mark_line(point=True, color="#1f77b4").encode(
@@ -248,6 +253,24 @@ def result_table(result, frame, f, currency: str) -> None:
                                "TTFT ms": points["ttft_ms"].map(lambda v: f.number(v, 1))}), "sz_points")
 
 # ================================================================================================
+def pools_table(pools: pd.DataFrame, f) -> None:
+    """A scenario's pools month by month, in two parts (side by side at 1400 px, one under the other
+    at 1024: pages/_layout.py)."""
+    pool_frame = pd.DataFrame({
+        "pool": [f"{p} {part}".strip() for p, part in zip(pools["pool"], pools["part"], strict=True)],
+        "month": pools["month"], "sizing": pools["status"],
+        "TPM": pools["tpm"].map(lambda v: f.number(v, 0)),
+        "replicas": [f"{s}+{r}" if r else f"{s}"
+                     for s, r in zip(pools["replicas_serving"], pools["replicas_reserve"], strict=True)],
+        "GPUs": pools["gpus"].map(f.count), "hours": pools["hours"].map(lambda v: f.number(v, 1)),
+        "price per GPU-hour": [f.price(p, c)
+                               for p, c in zip(pools["price_per_gpu_hour"], pools["currency"], strict=True)],
+        "cost": pools["cost"].map(f.money), "price source": pools["price_source"]})
+    _layout.table_in_parts(pool_frame, "bg_pools", [["month", "sizing", "TPM", "replicas", "GPUs"],
+                                                    ["month", "hours", "price per GPU-hour", "cost",
+                                                     "price source"]], table=ui.table)
+
+
 def budget() -> None:
     """A plan priced month by month per scenario, as `ledger budget PLAN`."""
     st.caption("A plan priced month by month with the prices in force, per scenario: the same as "
@@ -321,16 +344,7 @@ def budget() -> None:
                   "bg_detail", per=6, max_rows=len(used) + 1)
         pools = all_pools[all_pools["scenario"] == detail]
         st.markdown(f"**Pools, scenario {detail}** (a month splits where a price changes)")
-        ui.table(pd.DataFrame({
-            "pool": [f"{p} {part}".strip() for p, part in zip(pools["pool"], pools["part"], strict=True)],
-            "month": pools["month"], "sizing": pools["status"],
-            "TPM": pools["tpm"].map(lambda v: f.number(v, 0)),
-            "replicas": [f"{s}+{r}" if r else f"{s}"
-                         for s, r in zip(pools["replicas_serving"], pools["replicas_reserve"], strict=True)],
-            "GPUs": pools["gpus"].map(f.count), "hours": pools["hours"].map(lambda v: f.number(v, 1)),
-            "price per GPU-hour": [f.price(p, c)
-                                   for p, c in zip(pools["price_per_gpu_hour"], pools["currency"], strict=True)],
-            "cost": pools["cost"].map(f.money), "price source": pools["price_source"]}), "bg_pools")
+        pools_table(pools, f)
         locale = ui.current_locale()
 
         def _workbook(budget=b, locale: str = locale) -> bytes:

@@ -1,6 +1,8 @@
 """Tenants side by side (product owners): cost, cost per success, tokens, GPU share, failure rate, trend."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -8,7 +10,7 @@ from pages import _common as ui
 from pages import _layout
 
 from ledger import dashboard as dd
-from ledger.formats import display_table
+from ledger.formats import display_column, display_table
 
 st.title("Tenants side by side")
 state = ui.ledger_state()
@@ -104,8 +106,57 @@ for _, row in frame.iterrows():
         else:
             cells.append(render[kind](row[dd.TENANT_METRICS[metric]]))
     table[row["tenant"]] = cells
-# six tenants a table: more are laid out in further tables below, so that every column shows
+# The totals column (docs/exports.md, "Display rounding"): money and the shares of GPU are rounded as
+# a whole, so each row's cells add up to its printed total; ratios are the ratios of the sums.
+TOTAL = "total (these tenants)"
+names = list(frame["tenant"])
+row_of = {m: i for i, (m, _) in enumerate(METRICS)}
+for metric, kind in METRICS:
+    values = list(frame[dd.TENANT_METRICS[metric]])
+    if kind == "money":
+        cells, total = f.money_column(values)
+    elif metric == "share of GPU":
+        shares, total = display_column([None if v is None or pd.isna(v) else v for v in values], 3)
+        cells, total = [f.pct(v) for v in shares], f.pct(total)
+    else:
+        continue
+    for name, cell in zip(names, cells, strict=True):
+        table[name][row_of[metric]] = cell
+
+
+def _ratio(num, den):
+    return (num / den).quantize(Decimal("0.0001")) if den else None
+
+
+def _sum(column: str):
+    return sum((v for v in frame[column] if v is not None and not pd.isna(v)), Decimal(0))
+
+
+cost, success, failure = _sum("cost"), _sum("tasks_success"), _sum("tasks_failure")
+tokens = _sum("active_tokens")
+per_task_total = cost / success if success else None
+per_1m_total = cost * 1_000_000 / tokens if tokens else None
+totals = {"cost": f.money_column(list(frame["cost"]))[1],
+          "cost per successful task": f.unit_column([*frame["cost_per_successful_task"], per_task_total])[-1]
+          if per_task_total is not None else "undefined",
+          "active tokens": f.count(int(tokens)),
+          "$/1M active tokens": f.unit_column([*frame["cost_per_1m_active_tokens"], per_1m_total])[-1]
+          if per_1m_total is not None else ui.DASH,
+          "share of GPU": f.pct(display_column([None if v is None or pd.isna(v) else v
+                                                for v in frame["share_of_gpu"]], 3)[1]),
+          "task failure rate": f.pct(_ratio(Decimal(failure), Decimal(success + failure))),
+          "success rate": f.pct(_ratio(Decimal(success), Decimal(success + failure))),
+          "failed work share": f.pct(_ratio(_sum("failed_work"), cost)),
+          "requests": f.count(int(_sum("requests"))), "tasks success": f.count(int(success)),
+          "tasks failure": f.count(int(failure)), "tasks unknown": f.count(int(_sum("tasks_unknown"))),
+          "idle shared": f.money_column(list(frame["idle_shared"]))[1] if shared else None}
+table[TOTAL] = [totals[m] for m, _ in METRICS]
+# six tenants a table: more are laid out in further tables below, so that every column shows; the
+# totals column ends the last one
 ui.tables(pd.DataFrame(table), "tn_table", per=6, max_rows=len(METRICS))
+st.caption(f"*{TOTAL}*: the tenants compared here. Money and shares of GPU are rounded so that each row adds up "
+           "to its total as printed; the rates and costs per unit in it are those of the sums (cost over "
+           "successful tasks, failed over decided tasks).")
 undefined = [f"{r['tenant']}: {r['undefined_because']}" for _, r in frame.iterrows() if r["undefined_because"]]
 if undefined:
     st.caption(f"{OWN} undefined for " + "; ".join(undefined))

@@ -41,8 +41,17 @@ if options.empty:
     st.info("No request has been ingested in this ledger yet: `ledger ingest requests FILE`, or `ledger demo`.",
             icon=":material/info:")
     st.stop()
+months = list(dict.fromkeys(options["period"]))  # newest first
+with reading(state.url) as s:
+    allocated = set(ui.runs(s, state.url)["period"])
+# The page opens on the newest month that has a run: a whole month, the one the other pages open on
+# (an open month, like the demo's November, is partial and still selectable: docs/dashboard.md).
+opening = next((i for i, m in enumerate(months) if m in allocated), 0)
 left, mid, right, far = st.columns([1, 1, 1, 1])
-period = left.selectbox("Month (UTC)", list(dict.fromkeys(options["period"])), key="wl_period")
+period = left.selectbox("Month (UTC)", months, index=opening, key="wl_period",
+                        format_func=lambda m: m if m in allocated or not allocated else f"{m} (no run yet)",
+                        help="The months with requests; the page opens on the newest month that has an allocation "
+                             "run. A month with no run yet (the open month) is partial: its minutes so far.")
 of_month = options[options["period"] == period]
 pools = [p for p in dict.fromkeys(of_month["pool"]) if p is not None]
 pool = mid.selectbox("Pool", [ALL, *pools], key="wl_pool")

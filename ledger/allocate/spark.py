@@ -16,6 +16,7 @@ here imports it before a Spark engine is asked for.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,29 @@ KINDS = ("requests", "meters", "outcomes")
 #: few thousand rows would stay in spark.sql.shuffle.partitions, 200, pieces: a task each, each time read).
 SETTINGS = {"spark.sql.session.timeZone": "UTC", "spark.sql.ansi.enabled": "true",
             "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
+#: Relations Spark may hash whole in local mode rather than shuffle both sides of a join (bytes, as
+#: Spark estimates them): the failed tasks of a month and, up to some 10M tasks, the tasks with an
+#: outcome, so that the month's requests are read once and never shuffled for the two joins.
+LOCAL_BROADCAST_BYTES = 256 << 20
+
+
+def local_settings(master: str | None) -> dict[str, str]:
+    """The settings of a session in local mode (``local``, ``local[N]``, ``local[*]``; none for a
+    cluster, whose own settings stand), measured in docs/scale.md:
+
+    - ``spark.sql.shuffle.partitions``: 2 per core, not Spark's 200 (made for a cluster: on two
+      cores, 200 tasks per shuffle cost more in scheduling than the work they share);
+    - ``spark.sql.autoBroadcastJoinThreshold``: :data:`LOCAL_BROADCAST_BYTES` (Spark's 10 MB makes
+      both of the allocation's joins sort-merge joins that shuffle every request): in one JVM a
+      broadcast is a hash table built once, with no copy over a network."""
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master or "")
+    if not m:
+        return {}
+    cores = int(m.group(1)) if m.group(1) and m.group(1) != "*" else (os.cpu_count() or 1)
+    if m.group(1) is None:
+        cores = 1  # `local` is one thread
+    return {"spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+            "spark.sql.autoBroadcastJoinThreshold": str(LOCAL_BROADCAST_BYTES)}
 
 
 class SparkError(LedgerError):
@@ -83,8 +107,10 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None):
 
     builder = SparkSession.builder.appName("ledger allocate")
     if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):  # that variable: started by spark-submit
-        builder = builder.master(master or "local[*]")
-    settings = {**SETTINGS, "spark.ui.showConsoleProgress": "false", **(conf or {})}
+        master = master or "local[*]"
+        builder = builder.master(master)
+    tuned = local_settings(master)  # none under spark-submit without a master: its settings stand
+    settings = {**SETTINGS, "spark.ui.showConsoleProgress": "false", **tuned, **(conf or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
@@ -92,7 +118,7 @@ def session(master: str | None = None, conf: Mapping[str, str] | None = None):
             spark = builder.getOrCreate()
     except Exception as e:  # py4j and the JVM say why in many lines
         raise SparkError(f"the Spark session (master {master or 'local[*]'}) could not start: {_first_line(e)}") from e
-    for key, value in SETTINGS.items():
+    for key, value in {**SETTINGS, **{k: settings[k] for k in tuned}}.items():
         spark.conf.set(key, value)
     return spark
 

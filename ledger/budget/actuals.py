@@ -8,6 +8,7 @@ from decimal import Decimal, localcontext
 
 from ..allocate import CATEGORIES
 from ..money import ZERO, quantize
+from ..store import Closing
 from .drivers import Actuals, Drivers, explain
 from .forecast import Budget
 from .matching import Matching, match
@@ -35,7 +36,9 @@ class CompareRow:
 class Comparison:
     """A month's base forecast beside an allocation run: rows per category and per pool, and the
     totals; `drivers`, when the month's actual usage was given, splits the error (drivers.Drivers);
-    `matching` says which pools, provider models and categories the plan and the run share."""
+    `matching` says which pools, provider models and categories the plan and the run share;
+    `closing`, the close of the run's month (open, or who signed it off: :class:`ledger.store.Closing`)
+    when the caller read it with the run."""
 
     month: str
     scenario: str
@@ -47,6 +50,7 @@ class Comparison:
     price_books: tuple[str, ...] = field(default=())
     drivers: Drivers | None = None
     matching: Matching | None = None
+    closing: Closing | None = None
 
 
 def _row(dimension: str, key: str, forecast: Decimal, actual: Decimal) -> CompareRow:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import List, Optional
@@ -156,6 +157,10 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
                                                                    "(money as decimal strings)"),
                 as_csv: bool = typer.Option(False, "--csv", help="print one row per category, pool and the total, "
                                                                  "the error split into its drivers, as CSV"),
+                xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="also write the plan's budget workbook to "
+                                                                         "FILE, its provenance naming the run "
+                                                                         "compared with and its month's close"),
+                locale: str = typer.Option("en_US", "--locale", help="locale of the workbook's currency formats"),
                 pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
                                                                 help=_BOOKS_HELP)) -> None:
     """The month's forecast beside the current allocation run's actuals, per category and pool, and
@@ -179,6 +184,15 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
         console.fail(str(e))
     if percentile not in STATISTICS:
         console.fail(f"--percentile {percentile!r}: expected one of {', '.join(STATISTICS)}")
+    if xlsx is not None:
+        from ..export.safe import OutputError, check_output_path
+        from ..export.xlsx import LocaleError, check_locale
+
+        try:
+            check_locale(locale)
+            check_output_path(xlsx)  # before any work: never the ledger's own DB or facts
+        except (LocaleError, OutputError) as e:
+            console.fail(str(e))
     b, index = _priced(plan, scenario, pricebooks)
     with console.Ledger() as s:
         try:
@@ -190,8 +204,20 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
         c = compare(b, month=period, lines=stored.lines, run_id=stored.run.id,
                     run_currency=stored.run.currency, price_books=stored.summary.get("price_books", []),
                     scenario=scenario, actuals=actuals, index=index)
+        c = replace(c, closing=stored.closing)  # the compared run's month: open, or who signed it off
     for line in c.matching.warnings():  # what only the plan or only the ledger has (docs/budgets.md)
         console.err.print(f"warning: {line}", markup=False)
+    if xlsx is not None:
+        from ..export.budget_xlsx import budget_as_xlsx
+        from ..export.safe import OutputError
+
+        try:
+            budget_as_xlsx(b, locale=locale, generated_at=b.generated_at, version=_version(), path=xlsx, compared=c)
+        except OutputError as e:
+            console.fail(str(e))
+        except OSError as e:
+            console.fail(f"cannot write the workbook: {e}")
+        console.err.print(f"workbook written to {xlsx}", markup=False)
 
     def tables(c):
         return Group(comparison_as_table(c), drivers_as_table(c.drivers, c.currency), *drivers_notes(c.drivers))

@@ -213,7 +213,13 @@ def comparison_as_json(c: Comparison) -> dict:
             "currency": c.currency, "sizing_status": c.status, "price_books": list(c.price_books),
             "categories": [_cmp_row(r) for r in c.rows if r.dimension == "category"],
             "pools": [_cmp_row(r) for r in c.rows if r.dimension == "pool"],
-            "total": _cmp_row(c.total), **({"matching": matching_as_json(c.matching)} if c.matching else {})}
+            "total": _cmp_row(c.total), **({"matching": matching_as_json(c.matching)} if c.matching else {}),
+            "close": None if c.closing is None else c.closing.as_json()}
+
+
+def _close(c: Comparison) -> str:
+    """The compared run's month as every surface says its close ("" when not known)."""
+    return "" if c.closing is None else c.closing.text
 
 
 def matching_as_json(m: Matching) -> dict:
@@ -236,8 +242,8 @@ def matching_note(m: Matching) -> str:
 
 
 def comparison_as_csv(c: Comparison) -> str:
-    rows = [{"month": c.month, "scenario": c.scenario, "run_id": c.run_id, "currency": c.currency, **_cmp_row(r)}
-            for r in (*c.rows, c.total)]
+    rows = [{"month": c.month, "scenario": c.scenario, "run_id": c.run_id, "currency": c.currency,
+             "period_close": _close(c), **_cmp_row(r)} for r in (*c.rows, c.total)]
     for r in rows:
         r["reason"] = r["reason"] or ""
         r["relative_error"] = r["relative_error"] or ""
@@ -247,7 +253,8 @@ def comparison_as_csv(c: Comparison) -> str:
 def comparison_as_table(c: Comparison) -> FitTable:
     """Forecast, actual and error per category, pool and the total (money at 2 decimals grouped, the
     error signed, the error % with 1 decimal); the matching note as its caption."""
-    t = FitTable(title=f"forecast ({c.scenario}) vs actual · {c.month} · run {c.run_id[:12]} · {c.currency}",
+    t = FitTable(title=f"forecast ({c.scenario}) vs actual · {c.month} · run {c.run_id[:12]} · {c.currency}"
+                       + (f" · {c.closing.text}" if c.closing is not None else ""),
                  title_justify="left", caption=matching_note(c.matching) if c.matching else None, keys=2)
     t.add_column("by", numeric=False)
     t.add_column("", numeric=False)
@@ -320,13 +327,14 @@ def comparison_with_drivers_as_csv(c: Comparison) -> str:
         split[("total", "total")] = d.total
     rows = []
     for r in (*c.rows, c.total):
-        row = {"month": c.month, "scenario": c.scenario, "run_id": c.run_id, "currency": c.currency, **_cmp_row(r)}
+        row = {"month": c.month, "scenario": c.scenario, "run_id": c.run_id, "currency": c.currency,
+               "period_close": _close(c), **_cmp_row(r)}
         s = split.get((r.dimension, r.key))
         rows.append({**row, **{k: fmt(v) if s else "" for k, v in (s.amounts() if s else dict.fromkeys(DRIVERS)).items()}})
     for r in (d.items if d else ()):
         if r.dimension == "model":
             rows.append({"month": c.month, "scenario": c.scenario, "run_id": c.run_id, "currency": c.currency,
-                         "dimension": "model", "key": r.key, "forecast": fmt(r.forecast), "actual": fmt(r.actual),
+                         "period_close": _close(c), "dimension": "model", "key": r.key, "forecast": fmt(r.forecast), "actual": fmt(r.actual),
                          "error": fmt(r.error), "relative_error": "", "reason": "",
                          **{k: fmt(v) for k, v in r.amounts().items()}})
     for r in rows:

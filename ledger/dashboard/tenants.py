@@ -32,9 +32,10 @@ def tenants_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame
     """The chosen tenants side by side, one row per tenant, in the order given: the rows of
     ``ledger report tenants --tenants A,B --json`` (cost, cost per successful task with the reason
     when undefined, active tokens, cost per 1M active tokens, share of GPU, success rate, ...) and
-    the task failure rate, failed ÷ decided tasks (None when no task was decided); money and ratios
+    the task failure rate, failed ÷ decided tasks (None when no task was decided), and the failed
+    work in money (for a totals column's failed-work share); money and ratios
     as Decimal, counts as int, None where the report leaves a number undefined."""
-    cols = ["tenant", *TENANT_METRICS.values(), "undefined_because"]
+    cols = ["tenant", *TENANT_METRICS.values(), "failed_work", "undefined_because"]
     if not tenants:
         return pd.DataFrame([], columns=cols)
     doc = reports.unit_economics_as_json(reports.unit_economics(data, by="tenant", tenants=list(tenants)))
@@ -51,6 +52,7 @@ def tenants_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame
                      "success_rate": _d(r["success_rate"]), "failed_work_share": _d(r["failed_work_share"]),
                      "requests": r["requests"], "tasks_success": tasks["success"], "tasks_failure": tasks["failure"],
                      "tasks_unknown": tasks["unknown"], "idle_shared": _d(r["idle_share"]),
+                     "failed_work": _d(r["failed_work"]),
                      "undefined_because": r["reasons"].get("cost_per_successful_task", "")})
     order = {t: i for i, t in enumerate(tenants)}
     rows.sort(key=lambda r: order.get(r["tenant"], len(order)))

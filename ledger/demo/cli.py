@@ -111,7 +111,8 @@ def _print(result: demo.DemoResult, home_given: bool) -> None:
     doc, cur = result.summary, result.summary["currency"]
     p = doc["period"]
     built = ", ".join(f"{count(result.inputs.rows[k])} {KIND_LABELS[k]}" for k in demo.KINDS)
-    out.print("[bold]ledger demo[/bold]: October 2026 replayed from the Azure LLM inference trace 2023 "
+    out.print("[bold]ledger demo[/bold]: October 2026 (after August and September) replayed from the Azure LLM "
+              "inference trace 2023 "
               "(CC-BY-4.0, Microsoft Azure; see ledger/data/ATTRIBUTION.md)")
     out.print(f"built {built} in {demo.display_path(result.inputs.folder)}/", markup=False)
     out.print(f"period {p['start']} to {p['end']} · run {doc['run_id']} · {cur} · idle policy {doc['idle_policy']} "
@@ -131,7 +132,8 @@ def _print(result: demo.DemoResult, home_given: bool) -> None:
     home = demo.display_path(result.home)
     out.print(f"ledger home: {home} · built, ingested and allocated in {result.seconds:.1f} s", markup=False)
     out.print(f"More: ledger report unit-economics --period {demo.PERIOD}; ledger report tenants --period "
-              f"{demo.PERIOD}" + (f" (with LEDGER_HOME={home})" if home_given else ""), markup=False)
+              f"{demo.PERIOD}; ledger report trend --from {demo.MONTHS[0].label} --to {demo.PERIOD}"
+              + (f" (with LEDGER_HOME={home})" if home_given else ""), markup=False)
     out.print(f"Open the dashboard: {_dashboard_command(result.home, home_given)}", markup=False)
 
 

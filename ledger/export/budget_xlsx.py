@@ -41,10 +41,12 @@ MULT = _c(SCENARIO_COLUMNS, "prices")
 
 
 def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: datetime | None = None,
-                   version: str = "", path: str | Path | None = None) -> bytes:
+                   version: str = "", path: str | Path | None = None, compared=None) -> bytes:
     """The budget as an .xlsx file (bytes; also written to `path` when given). Every total is a
     formula over the detail rows, so editing a price, an FX rate, a GPU count or a scenario's price
-    multiplier in the workbook updates the Summary."""
+    multiplier in the workbook updates the Summary. `compared` (a :class:`ledger.budget.Comparison`,
+    ``ledger budget compare --xlsx``): the provenance names the run compared with and its month's
+    close."""
     money = currency_format(b.currency, locale)
     wb = Workbook()
     summary = wb.active
@@ -54,7 +56,8 @@ def budget_as_xlsx(b: Budget, *, locale: str = DEFAULT_LOCALE, generated_at: dat
     _variable_sheet(wb, b, locale=locale, money=money, scenario_row=scenario_row)
     _charges_sheet(wb, b, locale=locale, money=money)
     _summary_sheet(summary, b, money=money)
-    write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version))
+    write_provenance(wb, budget_provenance(b, locale=locale, generated_at=generated_at, version=version,
+                                           compared=compared))
     for ws in wb.worksheets:
         print_one_page_wide(ws)
     return saved(wb, path)
@@ -214,8 +217,10 @@ def _summary_sheet(summary, b: Budget, *, money: str) -> None:
 
 
 def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
-                      version: str) -> list[tuple[str, object]]:
-    """Where the budget's numbers came from, item by item."""
+                      version: str, compared=None) -> list[tuple[str, object]]:
+    """Where the budget's numbers came from, item by item; when it is `compared` with a run
+    (``ledger budget compare --xlsx``), that run, its scenario and month, and the month's close as
+    every surface says it ("closed by NAME at T, final run R" or "open")."""
     plan = b.plan
     items: list[tuple[str, object]] = [
         ("report", "forecast budget (ledger budget)"),
@@ -276,6 +281,10 @@ def budget_provenance(b: Budget, *, locale: str, generated_at: datetime | None,
         items.append((f"price {ref}", f"{p.meter} {p.sku} {p.region} {p.purchase_option}: {p.price} {p.currency} per "
                                       f"{prose(p.per)}, from {iso(p.effective_from)}"
                                       f"{until}; {p.source_url}"))
+    if compared is not None:
+        items.append(("compared with run", f"{compared.run_id} ({compared.month}, scenario {compared.scenario}; "
+                                           "ledger budget compare)"))
+        items.append(("period close", "" if compared.closing is None else compared.closing.text))
     items.append(("generated at (UTC)", generated_at.isoformat() if generated_at else ""))
     items.append(("ledger version", version))
     return items

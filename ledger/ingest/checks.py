@@ -211,16 +211,19 @@ def _timestamp(c: str, required: bool = True, valid: frozenset[str] = frozenset(
     shaped = f"regexp_full_match({t}, {lit(INSTANT_RE)})"
     hours = f"TRY_CAST(regexp_extract({t}, {lit(_OFFSET_PARTS)}, 2) AS INTEGER)"
     minutes = f"coalesce(TRY_CAST(nullif(regexp_extract({t}, {lit(_OFFSET_PARTS)}, 3), '') AS INTEGER), 0)"
-    offset_ok = f"(ends_with({t}, 'Z') OR ends_with({t}, 'z') OR ({minutes} <= 59 AND {hours} * 60 + {minutes} <= {MAX_OFFSET_MINUTES}))"
+    # UTC written as Z or +00:00 (as converters write it) needs no regular expression to be in range
+    offset_ok = (f"(ends_with({t}, 'Z') OR ends_with({t}, 'z') OR ends_with({t}, '+00:00') OR "
+                 f"({minutes} <= 59 AND {hours} * 60 + {minutes} <= {MAX_OFFSET_MINUTES}))")
     # The common shape without a regular expression: separators where ISO 8601 puts them and a Z;
     # the cast below then judges every digit (a value it cannot read is refused there). LIKE's `_`
     # is one character, as substr counts them: one pattern test instead of seven substrings.
     common = f"{x} LIKE '____-__-__T__:__:%Z' AND strlen({x}) BETWEEN 20 AND 30 AND NOT contains({x}, ' ')"
-    v = f"TRY_CAST({x} AS TIMESTAMPTZ)"
-    # Plainly good: of the common shape (so present and well formed), and an instant in range (so
-    # one that exists): none of the checks below is true.
-    gate = f"({common} AND {v} >= TIMESTAMPTZ {lit(FIRST_INSTANT)} AND {v} < TIMESTAMPTZ {lit(END_INSTANT)})"
     good = f"(CASE WHEN {common} THEN true ELSE {shaped} AND {offset_ok} END)"
+    v = f"TRY_CAST({x} AS TIMESTAMPTZ)"
+    # Plainly good: well formed (so present: the common shape costs no regular expression, another
+    # one) and an instant in range (so one that exists): none of the checks below is true, and the
+    # form is judged once a row, not once per check.
+    gate = f"({good} AND {v} >= TIMESTAMPTZ {lit(FIRST_INSTANT)} AND {v} < TIMESTAMPTZ {lit(END_INSTANT)})"
     message = (f"(CASE WHEN regexp_full_match({t}, {lit(_NAIVE_RE)}) THEN "
                f"{said(c, 'has no UTC offset (naive timestamp); write e.g. 2026-10-01T12:00:00Z')} "
                f"WHEN NOT {shaped} THEN "
@@ -261,9 +264,13 @@ def _decimal(c: str, required: bool, scale: int, signed: bool = False) -> list[C
     x, t = q(c), q(c + "__text")
     out = [_required(c)] if required else []
     out += [] if signed else [Check(c, f"{x} < 0", said_as_written(c, "is negative"))]
+    # No more places than characters after the point, when there is no exponent: plainly at most `scale`
+    few = (f"({t} IS NOT NULL AND NOT contains({t}, 'e') AND NOT contains({t}, 'E') AND "
+           f"(strpos({t}, '.') = 0 OR strlen({t}) - strpos({t}, '.') <= {scale}))")
     out += [
         Check(c, f"(CASE WHEN {t} IS NULL THEN {x} <> round({x}, {scale}) ELSE {places_sql(t)} > {scale} END)",
-              said_as_written(c, f"has more than {scale} decimal places (the ledger keeps {scale}; it never rounds)")),
+              said_as_written(c, f"has more than {scale} decimal places (the ledger keeps {scale}; it never rounds)"),
+              few),
         Check(c, f"abs({x}) >= 1e{38 - scale - 1}", said_as_written(c, "is too large")),
     ]
     return out

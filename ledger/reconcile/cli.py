@@ -54,7 +54,8 @@ def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="c
         rec = reconcile_run(s, run_id=run.id, lines=stored.lines, currency=run.currency,
                             start=run.period_start, end=run.period_end, bill_map=bill_map,
                             created_at=run.created_at, home=home)
-    rec = replace(rec, warnings=tuple(say(rec.warnings, NAMES)))  # as this command words them (ledger.hints)
+    # the hints as this command words them (ledger.hints), and the month's close, as every report says it
+    rec = replace(rec, warnings=tuple(say(rec.warnings, NAMES)), closing=stored.closing)
     for w in rec.warnings:  # a partial bill, a rule naming what the ledger does not have (also in --json)
         console.err.print(f"warning: {w}", markup=False)
     console.emit(rec, as_json=as_json, as_csv=as_csv, json_of=reconciliation_as_json, csv_of=reconciliation_as_csv,

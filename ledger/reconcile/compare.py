@@ -100,7 +100,9 @@ class Reconciliation:
     run was a true-up: its variance lines are left out): `rows` per resource, the `bill` placed by
     the map (`bill_map`: path, sha256, rules), reported-cost `drift` per provider and model, `notes`,
     and `warnings` (a partial bill, a rule naming a pool or provider the ledger does not know: each
-    names what it warns about). Money in `currency`, exact at 1e-6."""
+    names what it warns about); `closing`, the close of the run's month (open, or who signed it off:
+    :class:`ledger.store.Closing`) when the caller read it with the run, else None. Money in
+    `currency`, exact at 1e-6."""
 
     start: datetime
     end: datetime
@@ -114,6 +116,7 @@ class Reconciliation:
     drift: tuple[Drift, ...]
     notes: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    closing: store.Closing | None = None
 
     @property
     def priced_total(self) -> Decimal:

@@ -27,7 +27,7 @@ from .compare import Reconciliation
 SHOWN_UNMATCHED = 20
 CSV_COLUMNS = ("section", "kind", "name", *UNMATCHED_KEYS[:1], "model", *UNMATCHED_KEYS[1:], "priced", "billed",
                "difference", "share", "undefined_because", "billed_cost", "list_cost", "corrections", "rows",
-               "hours_priced", "hours_billed", "coverage", "currency", "period_start", "period_end", "run_id")
+               "hours_priced", "hours_billed", "coverage", "currency", "period_start", "period_end", "run_id", "period_close")
 NUMERIC = ("priced", "billed", "difference", "share", "billed_cost", "list_cost", "corrections", "rows",
            "hours_priced", "hours_billed", "coverage")
 TOTAL_DEFINITION = ("priced: the run's cost of the resources the bill covers; billed: the bill's effective cost in "
@@ -89,15 +89,19 @@ def reconciliation_as_json(rec: Reconciliation) -> dict:
                   "trued_up_total": fmt(rec.trued_up_total), "definition": TOTAL_DEFINITION},
         "notes": list(rec.notes),
         "warnings": list(rec.warnings),
+        "close": None if rec.closing is None else rec.closing.as_json(),
     }
 
 
 def reconciliation_as_csv(rec: Reconciliation) -> str:
     """One CSV: a row per resource, unmatched group, drift (provider, model) and the totals (section
     ``total``: kind ``total`` is the total line; ``not_billed`` the resources no bill row is placed
-    on; ``run`` the run total beside the trued-up total), each with the period, run and currency."""
+    on; ``run`` the run total beside the trued-up total), each with the period, run, currency and
+    the period's close (``period_close``: "closed by NAME at T, final run R", "open", or empty
+    when not known)."""
     p = period_label(rec.start, rec.end)
-    common = {"currency": rec.currency, "period_start": p["start"], "period_end": p["end"], "run_id": rec.run_id}
+    common = {"currency": rec.currency, "period_start": p["start"], "period_end": p["end"], "run_id": rec.run_id,
+              "period_close": "" if rec.closing is None else rec.closing.text}
     rows = []
     for r in rec.rows:
         b = r.billed
@@ -132,7 +136,7 @@ def reconciliation_as_table(rec: Reconciliation, names: Mapping[str, str] = Mapp
     head = (f"reconcile · {p['start']} to {p['end']} · run {rec.run_id[:12]}"
             f"{' (a true-up run: its variance lines left out)' if rec.run_true_up else ''} · {rec.currency} · "
             f"bill batches {', '.join(bill.batches) or 'none'} ({count(bill.rows)} rows) · map "
-            f"{rec.bill_map.get('path')}")
+            f"{rec.bill_map.get('path')}" + ("" if rec.closing is None else f" · {rec.closing.text}"))
     t = FitTable(title="priced by the ledger, billed by the cloud")
     t.add_column("resource", numeric=False)
     for col in ("priced", "billed (effective)", "difference"):

@@ -65,11 +65,12 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", he
                      f"--by {by}")
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
-    if spread_shared:
-        from ..drilldown import spread_shared as spread
+    if spread_shared:  # the view says so: its JSON's `view`, its CSV's column, its title
+        from ..drilldown import spread_by_product
 
-        data = spread(data)
-    report = unit_economics(data, by=by, tenants=_tenants(tenants))
+        report = spread_by_product(data, tenants=_tenants(tenants))
+    else:
+        report = unit_economics(data, by=by, tenants=_tenants(tenants))
     _unknown_tenants(report, data)
     console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json,
                  csv_of=unit_economics_as_csv, table_of=unit_economics_as_table)
@@ -103,6 +104,36 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PER
     _unknown_tenants(report, data)
     console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json, csv_of=tenants_as_csv,
                  table_of=tenants_as_table)
+
+
+@report_app.command("lines")
+def lines_cmd(tenant: str = typer.Option(..., "--tenant", help="the tenant whose lines to list"),
+              period: Optional[str] = typer.Option(None, "--period", help=_PERIOD),
+              frm: Optional[str] = typer.Option(None, "--from", help=_FROM),
+              to: Optional[str] = typer.Option(None, "--to", help=_TO),
+              run_id: Optional[str] = typer.Option(None, "--run", help=_RUN),
+              product: Optional[str] = typer.Option(None, "--product",
+                                                    help="only this product ('shared charges': its lines with no "
+                                                         "product)"),
+              model: Optional[str] = typer.Option(None, "--model", help="only this model"),
+              category: Optional[str] = typer.Option(None, "--category", help="only this category, e.g. gpu"),
+              by: str = typer.Option("line", "--by", help="line (every line), product, or model (product and model)"),
+              as_json: bool = typer.Option(False, "--json", help=_JSON),
+              as_csv: bool = typer.Option(False, "--csv", help="print one row per line (or group) as CSV")) -> None:
+    """A tenant's lines of a run, filtered by product, model and category, with a totals row: the
+    drill-down under the unit-economics report (its total is the tenant's cost there)."""
+    from .lines import GROUPS, lines_as_csv, lines_as_json, lines_as_table, tenant_lines_of
+
+    console.one_format(as_json, as_csv)
+    if by not in GROUPS:
+        console.fail(f"--by {by!r}: expected one of {', '.join(GROUPS)}")
+    with console.Ledger() as s:
+        data = _load(s, period, frm, to, run_id)
+    if not any(ln.tenant == tenant for ln in data.lines):
+        console.fail(f"--tenant {tenant}: not in run {data.info.run_id}")
+    found = tenant_lines_of(data, tenant, product=product, model=model, category=category, group=by)
+    console.emit(found, as_json=as_json, as_csv=as_csv, json_of=lines_as_json, csv_of=lines_as_csv,
+                 table_of=lines_as_table)
 
 
 @report_app.command("trend")

@@ -58,7 +58,8 @@ def unit_economics_as_json(report: Report) -> dict:
     the rows (whose `cost_per_successful_task` is the row's own cost ÷ its own successes) the top
     level carries the run-wide all-in figure with its numerator, denominator, both definitions and
     the reason when it is null (:func:`ledger.economics.all_in_entry`)."""
-    doc = {"report": "unit-economics", "by": report.by, **_provenance(report),
+    doc = {"report": "unit-economics", "by": report.by, **({"view": report.view} if report.view else {}),
+           **_provenance(report),
            "tenants_filter": None if report.tenants is None else list(report.tenants),
            "rows": [_row_json(report, r) for r in report.rows],
            "run_total": fmt(report.total), **all_in_entry(report.total, report.successful_tasks)}
@@ -87,7 +88,7 @@ def unit_economics_as_csv(report: Report) -> str:
     head = {"period_start": prov["period"]["start"], "period_end": prov["period"]["end"], "run_id": prov["run_id"],
             "currency": prov["currency"], "price_books": " ".join(prov["price_books"]),
             "regions": " ".join(prov["regions"]), "success_criteria": " ".join(prov["success_criteria"]),
-            "period_close": close_text(report) or ""}
+            "period_close": close_text(report) or "", **({"view": report.view} if report.view else {})}
     flat = []
     for r in rows:
         d = dict(head)
@@ -279,7 +280,7 @@ def unit_economics_as_table(report: Report) -> Group:
                   count(tot.active_tokens), per_m_total, percent(tot.gpu_share_total), style="bold")
         return Group(t)
     *per_task, per_task_total = tot.per_task
-    t = FitTable(title=_title(report, f"unit economics by {by}"))
+    t = FitTable(title=_title(report, f"unit economics by {by}" + (f" ({report.view})" if report.view else "")))
     t.add_column(by, numeric=False)
     for col in ("cost", "failed work", "failed share", SHARED_IDLE, "cost per success (own cost)",
                 f"{cur}/1M active tokens"):

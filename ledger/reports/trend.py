@@ -107,17 +107,20 @@ def trend_as_json(t: Trend) -> dict:
             "months": [_month_json(t, m) for m in t.months]}
 
 
-_CSV_TEXT = ("month", "period_start", "period_end", "status", "run_id", "currency", "undefined_because")
+_CSV_TEXT = ("month", "period_start", "period_end", "status", "run_id", "period_close", "currency",
+             "undefined_because")
 
 
 def trend_as_csv(t: Trend) -> str:
     """One CSV row per month and row key (a month with no run: one row, status ``no run``); each row
-    repeats its month's run, total, successes and all-in figure with their changes."""
+    repeats its month's run, its close (``period_close``: "closed by NAME at T, final run R" or
+    "open"), total, successes and all-in figure with their changes."""
     out = []
     for m in t.months:
         doc = _month_json(t, m)
         head = {"month": m.label, "period_start": doc["period"]["start"], "period_end": doc["period"]["end"],
-                "status": doc["status"], "run_id": doc["run_id"] or "", "currency": doc.get("currency", ""),
+                "status": doc["status"], "run_id": doc["run_id"] or "",
+                "period_close": (doc.get("close") or {}).get("text", ""), "currency": doc.get("currency", ""),
                 "run_total": doc.get("total") or "", "run_successful_tasks": doc.get("successful_tasks", ""),
                 ALL_IN: doc.get(ALL_IN) or ""}
         for k, key in (("total", "run_total"), (ALL_IN, ALL_IN)):
@@ -162,16 +165,17 @@ def _months_table(t: Trend) -> FitTable:
     tab = FitTable(title=f"month over month: runs ({cur})", caption="change: from the month before; —: none "
                    "(the month before has no run, or the figure is undefined)")
     for h, numeric in (("month", False), ("run", False), ("run total", True), ("change", True),
-                       ("successful tasks", True), ("all-in cost per success", True), ("change ", True)):
+                       ("successful tasks", True), ("all-in cost per success", True), ("change ", True),
+                       ("close", False)):
         tab.add_column(h, numeric=numeric)
     per = unit_costs([m.cost_per_successful_task_all_in for m in t.months])
     for m, p in zip(t.months, per):
         if m.run is None:
-            tab.add_row(m.label, "no run", "—", "—", "—", "—", "—")
+            tab.add_row(m.label, "no run", "—", "—", "—", "—", "—", "—")
             continue
         tab.add_row(m.label, m.run.run_id[:12], money(m.total), _pct(m.changes.get("total")),
                     count(m.successful_tasks), p if m.cost_per_successful_task_all_in is not None else "undefined",
-                    _pct(m.changes.get(ALL_IN)))
+                    _pct(m.changes.get(ALL_IN)), "—" if m.run.closing is None else m.run.closing.text)
     return tab
 
 

@@ -134,6 +134,10 @@ def serve(
     max_body_bytes: Optional[int] = typer.Option(None, "--max-body-bytes", help="answer 413 to a body larger "
                                                                                 "than this, packed or not "
                                                                                 "(default 16 MiB)"),
+    stop_grace: Optional[float] = typer.Option(None, "--stop-grace", help="on SIGTERM or Ctrl-C, seconds to keep "
+                                                                           "trying to commit while the ledger "
+                                                                           "cannot, then exit 1 naming the spool "
+                                                                           "files left (default 30)"),
     register_new: bool = typer.Option(False, "--register-new", help="register unknown tenants and products"),
 ) -> None:
     """Serve POST /v1/traces (OTLP/HTTP, protobuf or JSON, gzip) into the ledger.
@@ -143,7 +147,8 @@ def serve(
     the ledger home; they are committed in micro-batches (every --flush-every seconds or
     --flush-spans spans), each an ingest batch with the source's watermark. A span sent again
     (trace id and span id) never counts twice. Stops on SIGTERM or Ctrl-C, committing what it
-    holds."""
+    holds; while the ledger cannot commit it tries for --stop-grace seconds, then exits 1 naming the
+    spool files left, which the next start commits."""
     from .. import config
     from ..console import fail
     from .otlp_server import serve as run_server
@@ -163,17 +168,18 @@ def serve(
         fail(f"--host {host} is not a loopback address: a receiver that faces a network needs --token-file "
              "(docs/sync.md, security)")
     chosen = {"flush_every": flush_every, "flush_spans": flush_spans, "max_pending_spans": max_pending_spans,
-              "max_body_bytes": max_body_bytes}
+              "max_body_bytes": max_body_bytes, "stop_grace": stop_grace}
     tuned = {k: v for k, v in {**given, **{k: v for k, v in chosen.items() if v is not None}}.items()
              if k in chosen}
     if register_new:
         base["register_new"] = True
+    from .otlp_server import Uncommitted
     from .otlp_spool import SpoolBusy
 
     try:
         run_server(Settings(**base, **tuned, token=token), config.home(), host, port)
-    except SpoolBusy as e:
-        fail(str(e))
+    except (SpoolBusy, Uncommitted) as e:
+        fail(e.lines())
     except OSError as e:
         fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
 

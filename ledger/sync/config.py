@@ -24,7 +24,7 @@ KEYS = {
     "litellm-postgres": ("url", "url_env", "map", "table", "lookback", "register_new"),
     "bill-folder": ("path", "settle"),
     "otlp": ("map", "register_new", "flush_every", "flush_spans", "max_pending_spans", "max_body_bytes",
-             "token_file"),
+             "token_file", "stop_grace"),
 }
 COMMON = ("name", "kind", "every", "as_adjustment")
 _DURATION = re.compile(r"^([0-9]+)(s|m|h|d)$")
@@ -61,7 +61,7 @@ class Source:
     - `settle`: bill-folder: a file changed more recently than this is left for the next run (a copy
       still being written).
     - `otlp`: otlp: the receiver's settings (flush_every seconds, flush_spans, max_pending_spans,
-      max_body_bytes, token_file), as written."""
+      max_body_bytes, token_file, stop_grace seconds), as written."""
 
     name: str
     kind: str
@@ -200,9 +200,10 @@ def _folder(t: dict, base: Path, bad) -> dict:
 
 def _otlp(t: dict, base: Path, bad) -> dict:
     settings: dict = {}
-    if "flush_every" in t:
-        d = _duration(t["flush_every"], "flush_every", bad)
-        settings["flush_every"] = d.total_seconds() if d else None
+    for key in ("flush_every", "stop_grace"):
+        if key in t:
+            d = _duration(t[key], key, bad)
+            settings[key] = d.total_seconds() if d else None
     for key in ("flush_spans", "max_pending_spans", "max_body_bytes"):
         if key in t:
             if isinstance(t[key], int) and not isinstance(t[key], bool) and t[key] > 0:

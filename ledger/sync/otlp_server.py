@@ -15,6 +15,10 @@ limit) and decoded (400 with the parser's message); then the kept spans written 
 and 200 with an ``ExportTraceServiceResponse`` (a partial success when spans were rejected). An error
 body is a ``google.rpc.Status`` in the request's encoding. Nothing a client sends ends the server: an
 unexpected failure of one request is a 500 for it.
+
+SIGTERM or SIGINT stops accepting and commits what is spooled; while the ledger cannot commit, it
+tries for ``stop_grace`` seconds, then ends with :class:`Uncommitted`, naming the spool files left
+(they are committed at the next start).
 """
 from __future__ import annotations
 
@@ -26,10 +30,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..config import Home
+from ..errors import LedgerError
 from . import otlp_codec as codec
 from .otlp_spool import Settings, Spool
 
 PATH = "/v1/traces"
+
+
+class Uncommitted(LedgerError):
+    """A receiver stopped while the ledger could not commit, its grace over: the spool files it leaves
+    (durable, answered 200, committed at the next start)."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -110,7 +120,8 @@ def _authorized(header: str | None, token: str) -> bool:
 def serve(settings: Settings, home: Home, host: str, port: int, *, ready=None) -> None:
     """Receive on `host`:`port` until SIGTERM or SIGINT, then commit what is spooled and return. The
     spool a killed receiver left is committed first. `ready(url)` is told the address once it listens
-    (the port chosen when `port` is 0)."""
+    (the port chosen when `port` is 0). Raises Uncommitted when the ledger could not commit within
+    ``settings.stop_grace`` seconds of the stop."""
     spool = Spool(settings, home)
     handler = type("Handler", (_Handler,), {"spool": spool})
     server = ThreadingHTTPServer((host, port), handler)
@@ -128,4 +139,10 @@ def serve(settings: Settings, home: Home, host: str, port: int, *, ready=None) -
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
-        spool.stop()
+        left = spool.stop()
+    if left:
+        where = spool.dir.relative_to(home.path) if spool.dir.is_relative_to(home.path) else spool.dir
+        raise Uncommitted([f"ledger otlp serve: stopped after {settings.stop_grace:g}s of trying to commit "
+                           f"({spool.failing or 'the commit did not finish'}); {len(left)} spool "
+                           f"file{'s' * (len(left) != 1)} in {where} of the ledger home stay uncommitted "
+                           "(durable: the next start commits them first):", *left])
