@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from ..instants import iso
 from ..config import Home
 from ..errors import LedgerError, Problem
 from ..ingest import IngestError, IngestResult
@@ -98,11 +99,7 @@ def pull(src: Source, mark: state.Mark, out: Path) -> Pulled:
                                    message=f"cannot read LiteLLM's database: {str(e).strip().splitlines()[0]}")]) \
             from None
     start = last[0].replace(tzinfo=timezone.utc) if last[0].tzinfo is None else last[0].astimezone(timezone.utc)
-    return Pulled(path=out, last=(_iso_ms(start), last[1]))
-
-
-def _iso_ms(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
+    return Pulled(path=out, last=(iso(start), last[1]))  # to the microsecond, as LiteLLM stores it
 
 
 def _columns(conn, table: str) -> dict[str, str]:
