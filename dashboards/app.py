@@ -11,9 +11,6 @@ st.set_page_config(page_title="ledger: inference unit economics", page_icon=":ma
                    layout="wide")
 
 from pages import _common as ui  # noqa: E402  (set_page_config must come first)
-from pages import _layout  # noqa: E402
-
-_layout.apply_style()  # margins and metric labels that hold at 1024 px (pages/_layout.py)
 
 PAGES = {
     # The default page is served at the root URL.
@@ -37,7 +34,7 @@ PAGES = {
 
 page = st.navigation(PAGES)
 
-state = ui.ledger_state(banner=False)  # each page shows the alerts banner itself
+state = ui.ledger_state(banner=False, style=False)  # each page shows the alerts banner and the style itself
 ui.refuse_unknown_facts_layout(state)
 with st.sidebar:
     st.selectbox("Locale (money and numbers)", ui.locale_options(), key="locale",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sys
 from contextvars import ContextVar
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from collections.abc import Callable, Collection, Mapping
 from typing import Optional
 
@@ -129,8 +130,88 @@ class Ledger:
         return self._cm.__exit__(*exc)
 
 
+#: The one meaning of --from and --to in every command that takes them, said by every help text.
+WINDOW = "the window from --from to --to: a month (YYYY-MM) is the whole month, an ISO 8601 instant is taken as given (the end excluded)"
+#: The help of --from and of --to: the same sentence in every command (a command may add a rule of its own after it).
+FROM_HELP = "start of " + WINDOW
+TO_HELP = "end of " + WINDOW
+
+_MONTH_NAME = re.compile(r"\d{4}-\d{2}")
+
+
+def _bound(text: str, option: str, *, end: bool) -> tuple[Optional[datetime], Optional[str]]:
+    """(the instant, None) of one end of the window, or (None, the problem's line)."""
+    if _MONTH_NAME.fullmatch(text):
+        from .store import StoreError, month_bounds
+
+        try:
+            return month_bounds(text)[1 if end else 0], None
+        except StoreError as e:
+            return None, f"{option}: {e}"
+    try:
+        d = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None, (f"{option}: {text!r} is neither a month such as 2026-10 nor an ISO 8601 instant such as "
+                      "2026-10-15T00:00:00Z")
+    if d.tzinfo is None and len(text) != 10:
+        return None, f"{option}: {text!r} has no UTC offset (add Z or +00:00)"
+    return parse_instant(text, option), None
+
+
+def window_bound(text: str, option: str, *, end: bool) -> datetime:
+    """One end of the window of --from/--to (:data:`WINDOW`): a month ``YYYY-MM`` names the whole
+    month (as the start its first instant, as the end the first instant of the next month, so the
+    month is in); anything else is an ISO 8601 instant, taken as given. One line on a mistake."""
+    at, problem = _bound(text, option, end=end)
+    if problem:
+        fail(problem)
+    return at
+
+
+def _ends(frm: Optional[str], to: Optional[str], check=None) -> tuple[Optional[datetime], Optional[datetime]]:
+    """Both ends (None where not given), every problem of both at once (one line each), then an
+    empty window; `check(instant, option, text)` may add a problem of an end."""
+    found, problems = [], []
+    for text, option, end in ((frm, "--from", False), (to, "--to", True)):
+        at, problem = (None, None) if text is None else _bound(text, option, end=end)
+        problem = problem or (check(at, option, text) if check and at is not None else None)
+        found.append(None if problem else at)
+        problems += [problem] if problem else []
+    if problems:
+        fail(problems)
+    start, end = found
+    if start is not None and end is not None and not start < end:
+        fail(f"--from {frm} is not before --to {to}: the window is empty (it runs from --from up to --to, "
+             "a month as --to through its end)")
+    return start, end
+
+
+def window(frm: str, to: str) -> tuple[datetime, datetime]:
+    """``[start, end)`` of --from and --to, both given (:data:`WINDOW`): ``--from 2026-10 --to 2026-10``
+    is October, ``--from 2026-08 --to 2026-10`` three months; one line per mistake."""
+    return _ends(frm, to)
+
+
+def month_window(frm: Optional[str], to: Optional[str], command: str) -> tuple[Optional[str], Optional[str]]:
+    """The first and last months (``YYYY-MM``, both in) of --from and --to for a command that goes by
+    month (``report trend``, ``budget forecast``): the window of :data:`WINDOW`, each end a month or
+    the first instant of one (anything else is refused, one line); either may be missing (None)."""
+    from .store import month_of
+
+    def by_month(at: datetime, option: str, text: str) -> Optional[str]:
+        if (at.day, at.hour, at.minute, at.second, at.microsecond) == (1, 0, 0, 0, 0):
+            return None
+        return (f"{option} {text}: {command} goes by month: give a month such as 2026-10, or the first instant "
+                "of one (2026-10-01T00:00:00Z)")
+
+    start, end = _ends(frm, to, by_month)
+    last = None if end is None else month_of(end - timedelta(microseconds=1))
+    return (None if start is None else month_of(start)), last
+
+
 def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) -> tuple[datetime, datetime]:
-    """The period ``[start, end)`` of the options --period, or --from and --to (one line per mistake)."""
+    """The period ``[start, end)`` of the options --period, or --from and --to (:func:`window`; one
+    line per mistake)."""
     if period and (frm or to):
         fail("give either --period or --from/--to, not both")
     if period:
@@ -139,10 +220,7 @@ def period_bounds(period: Optional[str], frm: Optional[str], to: Optional[str]) 
         return month_bounds(period)
     if not (frm and to):
         fail("give --period YYYY-MM, or both --from and --to")
-    start, end = parse_instant(frm, "--from"), parse_instant(to, "--to")
-    if not start < end:
-        fail(f"--from {frm} is not before --to {to} (the period is [from, to), end exclusive)")
-    return start, end
+    return window(frm, to)
 
 
 # ---- the process around the commands: standard output that fails, and refusals from below --------

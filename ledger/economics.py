@@ -138,6 +138,20 @@ class Report:
     criteria: tuple[str, ...]
     successful_tasks: int
     view: str | None = None  # a view other than the lines as booked: "shared charges spread" (ledger.drilldown)
+    #: The monthly budget in force for the month beside each row's key (issue 31; the guardrails'
+    #: budgets of this report's scope, :mod:`ledger.reports.budgets`); None: no budget was looked up
+    #: or none is in force for the month, and the outputs carry no budget at all.
+    budgets: dict[str, Decimal] | None = None
+    #: The budgets books (``name@version``) the `budgets` come from.
+    budget_books: tuple[str, ...] = ()
+
+    def budget_of(self, row: Row) -> Decimal | None:
+        return None if self.budgets is None or row.key is None else self.budgets.get(row.key)
+
+    def of_budget(self, row: Row) -> Decimal | None:
+        """The row's cost ÷ its budget, half-even to 1e-4 (None when it has no budget)."""
+        b = self.budget_of(row)
+        return None if not b else quantize(row.cost / b, RATIO_EXP)
 
     def share_of_gpu(self, row: Row) -> Decimal | None:
         return quantize(row.gpu_cost / self.gpu_total, RATIO_EXP) if self.gpu_total else None

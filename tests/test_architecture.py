@@ -133,6 +133,18 @@ def test_data_flows_one_way_between_the_named_stages():
     assert _backwards(order) == []
 
 
+def test_guardrails_sit_after_allocate_and_before_the_reports():
+    # the guardrails price the open month with the allocation (store, facts, price books, allocate)
+    # and import no later stage; the reports put the budget in force beside the actuals
+    # (ledger/reports/budgets.py reads the guardrails' budgets books), so guardrails come before them
+    order = ["ledger.pricebook", "ledger.store", "ledger.facts", "ledger.workload", "ledger.ingest", "ledger.sync",
+             "ledger.allocate", "ledger.guardrails", "ledger.economics", "ledger.reconcile", "ledger.runs",
+             "ledger.reports", "ledger.export"]
+    assert _backwards(order) == []
+    graph = import_graph()
+    assert "ledger.guardrails.book" in graph["ledger.reports.budgets"]
+
+
 def test_sizing_and_budget_sit_before_the_exports():
     # sizing reads workloads and price books; budget sizes and prices with them and the allocation's
     # categories; the exports write the budget's workbook. Budget's renderers (terminal, JSON, CSV)

@@ -69,9 +69,15 @@ def test_a_window_keeps_the_growth_of_the_plan_and_its_quarter_adds_up(tmp_path)
 
 
 def test_a_window_outside_the_plan_is_refused_one_line_per_problem():
-    r = runner.invoke(app, ["budget", str(PLAN), "--pricebooks", str(BOOKS), "--from", "2027-13", "--to", "2026-01"])
+    r = runner.invoke(app, ["budget", str(PLAN), "--pricebooks", str(BOOKS), "--from", "2026-01", "--to", "2028-01"])
     assert r.exit_code == 1 and r.stdout == ""
-    assert r.stderr.splitlines() == ["--from 2027-13: not a month of the plan (2026-10 to 2027-09)",
-                                     "--to 2026-01: not a month of the plan (2026-10 to 2027-09)"]
+    assert r.stderr.splitlines() == ["--from 2026-01: not a month of the plan (2026-10 to 2027-09)",
+                                     "--to 2028-01: not a month of the plan (2026-10 to 2027-09)"]
+    # --from and --to are the window of every command (console.month_window): a month name checked first
+    r = runner.invoke(app, ["budget", str(PLAN), "--pricebooks", str(BOOKS), "--from", "2027-13", "--to", "2027-1"])
+    assert r.exit_code == 1 and r.stderr.splitlines() == [
+        "--from: period '2027-13' is not a month like 2026-10",
+        "--to: '2027-1' is neither a month such as 2026-10 nor an ISO 8601 instant such as 2026-10-15T00:00:00Z"]
     r = runner.invoke(app, ["budget", str(PLAN), "--pricebooks", str(BOOKS), "--from", "2027-03", "--to", "2027-01"])
-    assert r.stderr.strip() == "--from 2027-03 is after --to 2027-01: the window has no month"
+    assert r.stderr.strip() == ("--from 2027-03 is not before --to 2027-01: the window is empty (it runs from --from "
+                                "up to --to, a month as --to through its end)")

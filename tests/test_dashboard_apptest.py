@@ -22,7 +22,8 @@ from ledger.formats import UNIT_COST_PLACES
 
 __all__ = ["APP", "assert_shows", "cli", "metrics", "page", "shown", "table"]  # test_dashboard_reconcile reads them
 PAGES = ("pages/unit_economics.py", "pages/reconcile.py", "pages/tenants.py", "pages/trend.py", "pages/workload.py",
-         "pages/sizing_budget.py", "pages/forecast_actual.py", "pages/price_books.py")
+         "pages/sizing_budget.py", "pages/forecast_actual.py", "pages/price_books.py", "pages/whatif.py",
+         "pages/budgets.py")
 
 
 # ---- fixtures -----------------------------------------------------------------------------------

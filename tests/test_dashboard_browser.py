@@ -137,6 +137,32 @@ def _trend(home: Path) -> str:
     return usd(cli(home, "report", "trend", "--from", "2026-08", "--to", PERIOD)["months"][-1]["total"])
 
 
+def _whatif(home: Path) -> str:
+    """The page opens on the newest run's month (October) and the first shipped scenario: its actual total."""
+    from ledger.dashboard.whatif import shipped_scenarios
+
+    doc = cli(home, "whatif", "--period", PERIOD, "--scenario", str(shipped_scenarios()[0]), "--no-store")
+    return usd(doc["actual_total"])
+
+
+def _budgets(home: Path) -> str:
+    """How many budgets are in force as of the page's default instant (the hour after the newest usage),
+    as `ledger alerts --as-of` counts them (its exit status is 3 when an alert fires)."""
+    from ledger import store
+    from ledger.cli import app
+    from ledger.dashboard import guardrails as dg
+    from ledger.dashboard import reading
+    from typer.testing import CliRunner
+
+    with reading(f"sqlite:///{home / 'ledger.db'}") as s:
+        as_of = dg.default_as_of(s, home)
+    store.dispose_engines()
+    result = CliRunner().invoke(app, ["alerts", "--as-of", as_of.strftime("%Y-%m-%dT%H:%M:%SZ"), "--json"],
+                                env={"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None})
+    assert result.exit_code in (0, 3), result.output
+    return f"{len(json.loads(result.stdout)['budgets']):,}"
+
+
 def _price_books(home: Path) -> str:
     today = datetime.now(timezone.utc).date().isoformat()
     return f"{len(cli(home, 'pricebook', 'show', '--at', today)['prices']):,}"
@@ -150,7 +176,9 @@ PAGES = [("unit-economics", "", "Unit economics", "ue_tiles", _unit_economics),
          ("workload", "workload", "Workload", "wl_tiles", _workload),
          ("sizing-budget", "sizing-budget", "Sizing and budget", "sz_tiles", _sizing),
          ("forecast-vs-actual", "forecast-vs-actual", "Forecast vs actual", "fa_tiles", _forecast),
-         ("price-books", "price-books", "Price books", "pb_tiles", _price_books)]
+         ("what-if", "what-if", "What if · SCENARIO", "wi_tiles", _whatif),
+         ("price-books", "price-books", "Price books", "pb_tiles", _price_books),
+         ("budgets", "budgets", "Budgets and alerts", "bu_tiles", _budgets)]
 
 
 def every_table_whole(driver, name: str) -> int:

@@ -120,7 +120,8 @@ def test_a_bad_window_is_one_line(trace):
         "--from 2025-10-01T00:00:30Z is not on a whole minute: the workload counts whole minutes, so give "
         "2025-10-01T00:00:00Z or the minute after")
     assert refused("workload", "--from", "2025-10-02", "--to", "2025-10-01") == (
-        "--from 2025-10-02 is not before --to 2025-10-01 (the period is [from, to), end exclusive)")
+        "--from 2025-10-02 is not before --to 2025-10-01: the window is empty (it runs from --from up to --to, "
+        "a month as --to through its end)")
     assert refused("workload", "--period", "2025-10", "--from", "2025-10-01") == \
         "give either --period or --from/--to, not both"
     assert refused("workload", "--from", "2025-10-01") == "give --period YYYY-MM, or both --from and --to"

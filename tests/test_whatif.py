@@ -159,6 +159,26 @@ def test_every_reroute_conserves_money(share, ratio_in, ratio_out):
     assert sum((ln.amount for ln in res.lines), D(0)) == res.total
 
 
+@settings(max_examples=15, deadline=None)
+@given(serving=st.integers(min_value=1, max_value=4), reserve=st.integers(min_value=0, max_value=2),
+       gpr=st.integers(min_value=1, max_value=2), share=st.decimals(min_value=D("0.01"), max_value=D(1), places=2),
+       capacity=st.sampled_from([None, D("1"), D("1000"), D("333.3")]),
+       price=st.decimals(min_value=D("0.0001"), max_value=D("99.9999"), places=4))
+def test_every_self_host_and_reprice_conserves_money(serving, reserve, gpr, share, capacity, price):
+    # a random pool (replicas, reserve, GPUs a replica, capacity, or none: r = C_serve / W) over a random
+    # share of the gpt-5 traffic, in books where gpt-5's input and H100's hour take a random price
+    book = TEST_BOOK.replace('price = "1.25"', f'price = "{price}"').replace('price = "3.60"', f'price = "{price}"')
+    sh = _change(SelfHost, pool="mini", device="H100", region="us-east-1", purchase_option="on_demand",
+                 gpus_per_replica=gpr, curve=None, curve_ref="anchors", sla=10.0, share=share)
+    z = _sized(serving=serving, reserve=reserve, gpr=gpr)
+    if capacity is not None:
+        z = __import__("dataclasses").replace(z, capacity_tokens_per_gpu_s=capacity)
+    for books, inputs in ((index(book), Inputs(requests=requests_sql((sh,)), fleet=fleet_sql((z,), START, END))),
+                          (index(book), None)):
+        res = _alloc(books, inputs)
+        assert sum((ln.amount for ln in res.lines), D(0)) == res.total
+
+
 # ---- self-host -----------------------------------------------------------------------------------
 
 def _sized(serving: int, reserve: int, gpr: int = 1) -> Sized:
@@ -384,3 +404,37 @@ def test_whatif_sits_after_runs_sizing_and_workload_and_before_the_reports_and_e
              "ledger.allocate", "ledger.economics", "ledger.runs", "ledger.whatif", "ledger.reports", "ledger.export",
              "ledger.dashboard"]
     assert [b for b in _backwards(order) if "whatif" in b] == []
+
+
+@pytest.mark.store
+def test_whatif_lists_and_shows_the_stored_results_each_saying_scenario(ledger, tmp_path):
+    import csv
+    import io
+
+    (tmp_path / "same.toml").write_text('name = "nothing"\n', encoding="utf-8")
+    first = json.loads(cli("whatif", "--period", "2026-10", "--scenario", str(tmp_path / "same.toml"), "--json"))
+    cli("whatif", "--period", "2026-10", "--scenario", str(tmp_path / "same.toml"), "--no-store", "--json")
+    second = json.loads(cli("whatif", "--period", "2026-10", "--scenario", str(tmp_path / "same.toml"), "--json"))
+    listed = json.loads(cli("whatif", "--list", "--json"))
+    assert (listed["kind"], listed["label"]) == ("scenario", "SCENARIO")
+    assert [x["id"] for x in listed["scenarios"]] == [second["id"], first["id"]]  # newest first; --no-store stored none
+    assert {(x["name"], x["period"], x["actual_total"], x["scenario_total"], x["difference"], x["kind"])
+            for x in listed["scenarios"]} == {("nothing", "2026-10", "2683.210000", "2683.210000", "0.000000",
+                                              "scenario")}
+    assert json.loads(cli("whatif", "--list", "--period", "2026-09", "--json"))["scenarios"] == []
+    rows = list(csv.DictReader(io.StringIO(cli("whatif", "--list", "--period", "2026-10", "--csv"))))
+    assert [(r["kind"], r["id"]) for r in rows] == [("scenario", second["id"]), ("scenario", first["id"])]
+    table = cli("whatif", "--list")
+    assert "SCENARIO" in table and first["id"][:12] in table
+    assert "SCENARIO" in cli("whatif", "--list", "--period", "2026-09")
+    # shown again: the stored document, its CSV rows and a table
+    assert json.loads(cli("whatif", "--show", first["id"][:12], "--json")) == first
+    shown = list(csv.DictReader(io.StringIO(cli("whatif", "--show", first["id"], "--csv"))))
+    assert shown[-1]["by"] == "total" and shown[-1]["scenario_cost"] == "2683.210000"
+    assert {r["kind"] for r in shown} == {"scenario"}
+    assert "SCENARIO" in cli("whatif", "--show", first["id"])
+    for args, says in ((["--show", "nope"], "no stored result has this id"),
+                       (["--list", "--scenario", "x.toml"], "--scenario: not with --list"),
+                       (["--period", "2026-10"], "give --period and --scenario")):
+        r = runner.invoke(app(), ["whatif", *args])
+        assert r.exit_code != 0 and says in r.output, (args, r.output)

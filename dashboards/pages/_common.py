@@ -62,11 +62,17 @@ def _state(home: str, url: str) -> dd.LedgerState:
     return dd.ledger_state()
 
 
-def ledger_state(*, banner: bool = True) -> dd.LedgerState:
+def ledger_state(*, banner: bool = True, style: bool = True) -> dd.LedgerState:
     """The configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL), looked at every few seconds. Every
-    page calls it first, so it shows the alerts banner too while alerts are active (`banner`)."""
+    page calls it first, so it shows the alerts banner too while alerts are active (`banner`), and
+    adds the layout's style (`style`: pages/_layout.py). The style is the page's own: written by
+    app.py before the page runs, it was lost on a page opened at its own URL (only the default
+    page kept it), so the tenant cards' labels were cut there."""
     from ledger import config
+    from pages import _layout
 
+    if style:
+        _layout.apply_style()
     state = _state(str(config.ledger_home()), config.database_url())
     if banner:
         alerts_banner(state)
@@ -189,9 +195,18 @@ def by_kind(_s, url: str, run_id: str) -> pd.DataFrame:
     return dd.unattributed_frame(run_data(_s, url, run_id))
 
 
+@st.cache_data(ttl=5, show_spinner=False)
+def budgets_key(_s, url: str) -> tuple[str, ...]:
+    """The loaded budgets books (``name@version``): the cache key of the frames that show budgets."""
+    return tuple(b.ref for b in dd.budget_books(_s))
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
-def unit_economics(_s, url: str, run_id: str, by: str) -> pd.DataFrame:
-    return dd.unit_economics_frame(run_data(_s, url, run_id), by=by)
+def unit_economics(_s, url: str, run_id: str, by: str, budgets: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The rows by `by`, with the budget in force for the month beside them when `budgets` (the
+    loaded budgets books, :func:`budgets_key`) holds any."""
+    books = dd.budget_books(_s) if budgets else ()
+    return dd.unit_economics_frame(run_data(_s, url, run_id), by=by, books=books)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -205,8 +220,8 @@ def tenant_names(_s, url: str, run_id: str) -> list[str]:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def tenants(_s, url: str, run_id: str, names: tuple[str, ...]) -> pd.DataFrame:
-    return dd.tenants_frame(run_data(_s, url, run_id), names)
+def tenants(_s, url: str, run_id: str, names: tuple[str, ...], budgets: tuple[str, ...] = ()) -> pd.DataFrame:
+    return dd.tenants_frame(run_data(_s, url, run_id), names, dd.budget_books(_s) if budgets else ())
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

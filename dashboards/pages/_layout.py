@@ -30,7 +30,9 @@ HELP_ICON, GRID_EXTRA = 28, 4
 
 
 def apply_style() -> None:
-    """Add :data:`STYLE` to the page (once per run of the app; it takes no space)."""
+    """Add :data:`STYLE` to the page: every page does, once per run, through
+    ``_common.ledger_state`` (written by app.py before the page ran, a page opened at its own URL
+    lost it and its metric labels were cut)."""
     st.html(STYLE)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, time, timezone
 import altair as alt
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 
 st.title("Budgets and alerts")
 state = ui.ledger_state(banner=False)
@@ -54,8 +55,12 @@ else:
     shown["spent_share"] = frame["spent_share"].map(f.pct)
     shown["runs_out_on"] = frame["runs_out_on"].map(lambda d: "—" if d is None else d.isoformat())
     shown["alert"] = frame["alert"].map(lambda a: a or "—")
-    ui.table(shown.rename(columns={"spent_to_date": "spent", "spent_share": "spent %",
-                                   "projected_month_end": "projected", "runs_out_on": "runs out"}), "bu_budgets")
+    # in two parts, side by side at 1400 px and one under the other at 1024 (pages/_layout.py): the spend
+    # first, then who owns the budget, its amount and what fired
+    _layout.table_in_parts(shown.rename(columns={"spent_to_date": "spent", "spent_share": "spent %",
+                                                 "projected_month_end": "projected", "runs_out_on": "runs out"}),
+                           "bu_budgets", [["spent", "spent %", "projected", "runs out"], ["owner", "monthly", "alert"]],
+                           table=ui.table)
 
     st.subheader("Burn-down per budget")
     for i, status in enumerate(alerts.budgets):

@@ -33,7 +33,7 @@ with dd.reading(state.url) as s:
     if len(picked) < 2:
         st.info("Pick two or more tenants to compare them side by side.")
         st.stop()
-    frame = ui.tenants(s, url, run_id, tuple(picked))
+    frame = ui.tenants(s, url, run_id, tuple(picked), ui.budgets_key(s, url))
     daily = ui.tenant_daily(s, url, run_id, tuple(picked))
     head = ui.headline(s, url, run_id).iloc[0]
 
@@ -90,10 +90,16 @@ METRICS = (("cost", "money"), ("cost per successful task", "per_task"), ("active
            ("$/1M active tokens", "unit"), ("share of GPU", "pct"), ("task failure rate", "pct"),
            ("success rate", "pct"), ("failed work share", "pct"), ("requests", "count"),
            ("tasks success", "count"), ("tasks failure", "count"), ("tasks unknown", "count"),
-           *((("idle shared", "money"),) if shared else ()))
+           *((("idle shared", "money"),) if shared else ()),
+           # the budget in force for the month beside the cost (issue 31), when a tenant has one
+           *((("budget", "budget"), ("of budget", "budget_pct"))
+             if "budget" in frame and frame["budget"].notna().any() else ()))
+COLUMN = {**dd.TENANT_METRICS, "budget": "budget", "of budget": "of_budget"}
 LABELS = {"cost per successful task": OWN, "$/1M active tokens": "cost per 1M active tokens",
           "idle shared": "idle shared over it (policy share)"}
-render = {"money": f.money, "pct": f.pct, "count": f.count}
+render = {"money": f.money, "pct": f.pct, "count": f.count,
+          "budget": lambda v: "" if v is None or pd.isna(v) else f.money(v),
+          "budget_pct": lambda v: "" if v is None or pd.isna(v) else f.pct(v)}
 st.subheader("Side by side")
 table = {"metric": [LABELS.get(m, m) for m, _ in METRICS]}
 for _, row in frame.iterrows():
@@ -104,7 +110,7 @@ for _, row in frame.iterrows():
         elif kind == "unit":
             cells.append(per_1m_shown[row["tenant"]])
         else:
-            cells.append(render[kind](row[dd.TENANT_METRICS[metric]]))
+            cells.append(render[kind](row[COLUMN[metric]]))
     table[row["tenant"]] = cells
 # The totals column (docs/exports.md, "Display rounding"): money and the shares of GPU are rounded as
 # a whole, so each row's cells add up to its printed total; ratios are the ratios of the sums.
@@ -112,7 +118,7 @@ TOTAL = "total (these tenants)"
 names = list(frame["tenant"])
 row_of = {m: i for i, (m, _) in enumerate(METRICS)}
 for metric, kind in METRICS:
-    values = list(frame[dd.TENANT_METRICS[metric]])
+    values = list(frame[COLUMN[metric]])
     if kind == "money":
         cells, total = f.money_column(values)
     elif metric == "share of GPU":
@@ -149,7 +155,8 @@ totals = {"cost": f.money_column(list(frame["cost"]))[1],
           "failed work share": f.pct(_ratio(_sum("failed_work"), cost)),
           "requests": f.count(int(_sum("requests"))), "tasks success": f.count(int(success)),
           "tasks failure": f.count(int(failure)), "tasks unknown": f.count(int(_sum("tasks_unknown"))),
-          "idle shared": f.money_column(list(frame["idle_shared"]))[1] if shared else None}
+          "idle shared": f.money_column(list(frame["idle_shared"]))[1] if shared else None,
+          "budget": "", "of budget": ""}  # budgets of some tenants add up to no budget of them all
 table[TOTAL] = [totals[m] for m, _ in METRICS]
 # six tenants a table: more are laid out in further tables below, so that every column shows; the
 # totals column ends the last one

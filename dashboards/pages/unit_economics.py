@@ -27,8 +27,9 @@ with dd.reading(state.url) as s:
     prov = ui.provenance(s, url, run_id)
     daily = ui.category_daily(s, url, run_id)
     kinds = ui.by_kind(s, url, run_id)
-    by_tenant = ui.unit_economics(s, url, run_id, "tenant")
-    by_product = ui.unit_economics(s, url, run_id, "product")
+    budgets = ui.budgets_key(s, url)
+    by_tenant = ui.unit_economics(s, url, run_id, "tenant", budgets)
+    by_product = ui.unit_economics(s, url, run_id, "product", budgets)
     no_product = ui.without_product(s, url, run_id)
 
 currency = head["currency"]
@@ -146,7 +147,22 @@ def table(frame: pd.DataFrame, by: str) -> pd.DataFrame:
         "success rate": [f.pct(v) for v in [*frame["success_rate"], _ratio(successes, successes + failures)]],
         "failed work": [f.pct(v) for v in [*frame["failed_work_share"], _ratio(failed, cost)]],
         "per 1M tokens": f.unit_column([*frame["cost_per_1m_active_tokens"], _ratio(cost, tokens, 1_000_000)]),
-        "active tokens": [f.count(n) for n in [*frame["active_tokens"], tokens]]})
+        "active tokens": [f.count(n) for n in [*frame["active_tokens"], tokens]],
+        **budget_columns(frame)})
+
+
+def has_budget(frame: pd.DataFrame) -> bool:
+    return "budget" in frame and frame["budget"].notna().any()
+
+
+def budget_columns(frame: pd.DataFrame) -> dict:
+    """The budget in force for the month beside a row's cost and its share (issue 31), when some row
+    has one; the totals row leaves both empty (budgets of some rows are no budget of all)."""
+    if not has_budget(frame):
+        return {}
+    shown = [(f.money(b), f.pct(s)) if b is not None and not pd.isna(b) else ("", "")
+             for b, s in zip(frame["budget"], frame["of_budget"], strict=True)]
+    return {"budget": [b for b, _ in shown] + [""], "of budget": [s for _, s in shown] + [""]}
 
 
 HELP = {OWN_SHORT: f"{OWN}: {head['own_definition']}",
@@ -155,7 +171,9 @@ HELP = {OWN_SHORT: f"{OWN}: {head['own_definition']}",
         "success rate": "successes ÷ decided tasks",
         "failed work": "failed-work share: the cost of errored requests and failed tasks ÷ the row's cost",
         "per 1M tokens": f"cost per 1M active tokens ({currency}): the row's cost ÷ its active tokens (millions)",
-        "active tokens": "input + output tokens of the row's requests (docs/allocation.md)"}
+        "active tokens": "input + output tokens of the row's requests (docs/allocation.md)",
+        "budget": "the monthly budget in force for the month of the row's scope (ledger budgets, docs/alerts.md)",
+        "of budget": "the row's cost ÷ its budget"}
 
 
 def notes(frame: pd.DataFrame, by: str) -> list[str]:
@@ -191,7 +209,10 @@ for by, frame in (("tenant", by_tenant), ("product", by_product)):
     st.markdown(f"**By {by}**")
     _layout.table_in_parts(table(frame, by), f"ue_by_{by}", [["cost", OWN_SHORT, "successes", "failures"],
                                                               ["success rate", "failed work", "per 1M tokens",
-                                                               "active tokens"]], table=ui.table, help=HELP)
+                                                               "active tokens"],
+                                                              *([["cost", "budget", "of budget"]]
+                                                                if has_budget(frame) else [])],
+                           table=ui.table, help=HELP)
     with st.container(key=f"ue_by_{by}_notes"):
         st.caption(md("  \n".join(notes(frame, by))))
 

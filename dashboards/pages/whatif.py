@@ -3,10 +3,13 @@ run, as ``ledger whatif``: a shipped scenario, an uploaded one, or one built her
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 
 import altair as alt
+import pandas as pd
 import streamlit as st
 from pages import _common as ui
+from pages import _layout
 
 from ledger.dashboard import reading
 from ledger.dashboard import whatif as dwf
@@ -115,15 +118,37 @@ for note in result.notes:
 
 by = st.radio("Compare by", ["tenant", "product", "model"], key="wi_by", horizontal=True)
 rows = frame[frame["by"] == by].drop(columns=["by"]).rename(columns={"key": by})
-with st.container(key="wi_table"):
-    st.dataframe(rows, hide_index=True, use_container_width=True)
+# the exact decimals (ledger whatif --csv) written by the page's formats, one rule per column, short
+# headers with their meaning in a tooltip; in two parts, side by side at 1400 px and one under the
+# other at 1024 (pages/_layout.py), so that every column shows whole
+exact = [r for r in dwf.whatif_rows(result) if r["by"] == by]
+dec = (lambda v: None if v in (None, "") else Decimal(str(v)))  # noqa: E731
+shown = pd.DataFrame({
+    by: [r["key"] for r in exact],
+    "actual": [f.money(dec(r["actual_cost"])) for r in exact],
+    "SCENARIO": [f.money(dec(r["scenario_cost"])) for r in exact],
+    "difference": [f.money(dec(r["difference"])) for r in exact],
+    "difference %": [f.pct(dec(r["difference_share"])) for r in exact],
+    "successes": [f.count(r["successful_tasks"]) for r in exact],
+    "actual /success": f.unit_column([dec(r["actual_cost_per_successful_task"]) for r in exact]),
+    "SCENARIO /success": f.unit_column([dec(r["scenario_cost_per_successful_task"]) for r in exact]),
+})
+WHATIF_HELP = {"actual": "the run's cost", "SCENARIO": "the cost under the scenario (never a run)",
+               "difference": "SCENARIO − actual", "difference %": "the difference ÷ actual",
+               "successes": "successful tasks (the same in both)",
+               "actual /success": "the run's own cost per successful task",
+               "SCENARIO /success": "the scenario's own cost per successful task"}
+_layout.table_in_parts(shown, "wi_table", [["actual", "SCENARIO", "difference", "difference %"],
+                                           ["successes", "actual /success", "SCENARIO /success"]],
+                       table=ui.table, help=WHATIF_HELP)
 long = rows.melt(id_vars=by, value_vars=["actual_cost", "scenario_cost"], var_name="series", value_name="cost")
 long["series"] = long["series"].map({"actual_cost": "actual", "scenario_cost": "SCENARIO"})
 chart = alt.Chart(long).mark_bar().encode(x=alt.X(f"{by}:N", title=by), xOffset="series:N",
                                           y=alt.Y("cost:Q", title=f"cost ({result.currency})"),
                                           color=alt.Color("series:N", title=None))
 with st.container(key="wi_chart"):
-    st.altair_chart(chart, use_container_width=True)
+    st.altair_chart(chart, width="stretch")
 st.subheader("By line kind (idle and unallocated on their own lines)")
-with st.container(key="wi_kinds"):
-    st.dataframe(kinds, hide_index=True, use_container_width=True)
+ui.table(pd.DataFrame({"kind": list(result.by_kind),
+                       "actual": [f.money(a) for a, _ in result.by_kind.values()],
+                       "SCENARIO": [f.money(b) for _, b in result.by_kind.values()]}), "wi_kinds")

@@ -22,8 +22,8 @@ NAMES = {"allow_no_fleet": "with --allow-pool-without-fleet", "basis_active_toke
 
 
 def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
-                 frm: Optional[str] = typer.Option(None, "--from", help="period start (ISO 8601 instant)"),
-                 to: Optional[str] = typer.Option(None, "--to", help="period end, exclusive"),
+                 frm: Optional[str] = typer.Option(None, "--from", help=console.FROM_HELP),
+                 to: Optional[str] = typer.Option(None, "--to", help=console.TO_HELP),
                  idle: str = typer.Option("separate", "--idle", help="idle policy: " + " or ".join(IDLE_POLICIES)),
                  basis: str = typer.Option("active_tokens", "--basis", help="weight basis: " + " or ".join(BASES)),
                  currency: str = typer.Option("USD", "--currency", help="reporting currency (ISO 4217)"),

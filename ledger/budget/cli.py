@@ -97,11 +97,13 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
                                                              help="deprecated spelling of --scenario"),
                  as_json: bool = typer.Option(False, "--json", help="print the budget as JSON (money as strings)"),
                  as_csv: bool = typer.Option(False, "--csv", help="print month x scenario x category as CSV"),
-                 first: Optional[str] = typer.Option(None, "--from", metavar="YYYY-MM",
-                                                     help="the first month shown (default: the plan's first); "
-                                                          "volumes still grow from the plan's start"),
-                 last: Optional[str] = typer.Option(None, "--to", metavar="YYYY-MM",
-                                                    help="the last month shown (default: the plan's last)"),
+                 first: Optional[str] = typer.Option(None, "--from",
+                                                     help=console.FROM_HELP + "; by month: an instant must start a "
+                                                          "month (default: the plan's first month; volumes still "
+                                                          "grow from the plan's start)"),
+                 last: Optional[str] = typer.Option(None, "--to",
+                                                    help=console.TO_HELP + "; by month: an instant must start a "
+                                                         "month (default: through the plan's last month)"),
                  xlsx: Optional[Path] = typer.Option(None, "--xlsx", help="write the budget workbook to FILE"),
                  locale: str = typer.Option("en_US", "--locale", help="locale of the workbook's currency formats"),
                  pricebooks: Optional[List[Path]] = typer.Option(None, "--pricebooks",
@@ -113,6 +115,7 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
     from ..export.xlsx import LocaleError, check_locale
 
     console.one_format(as_json, as_csv)
+    first, last = console.month_window(first, last, "budget forecast")
     if old_scenarios is not None:
         console.deprecated("--scenarios", "--scenario")
         scenarios = [*(scenarios or []), old_scenarios]

@@ -13,8 +13,8 @@ from .render import findings_as_csv, findings_as_json, findings_as_table, summar
 
 def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10 (default: "
                                                                           "every committed fact)"),
-              frm: Optional[str] = typer.Option(None, "--from", help="period start (ISO 8601 instant)"),
-              to: Optional[str] = typer.Option(None, "--to", help="period end, exclusive"),
+              frm: Optional[str] = typer.Option(None, "--from", help=console.FROM_HELP),
+              to: Optional[str] = typer.Option(None, "--to", help=console.TO_HELP),
               as_json: bool = typer.Option(False, "--json", help="the findings as JSON on stdout"),
               as_csv: bool = typer.Option(False, "--csv", help="the findings as CSV on stdout"),
               as_table: bool = typer.Option(False, "--table", help="the findings as a table on stdout")) -> None:

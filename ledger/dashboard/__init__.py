@@ -11,7 +11,7 @@ from ..allocate import CATEGORIES
 from .drill import (SHARED_CHARGES, SHARED_CHARGES_NOTE, TREND_MONTH_COLUMNS, TREND_ROW_COLUMNS, matrix_frame,
                     run_months, spread_frame, spread_parts_frame, tenant_lines_frame, tenant_models_frame,
                     tenant_products_frame, trend_frames)
-from .economics import (ALL_IN_DEFINITION, NO_PRODUCT_PARTS, OWN_DEFINITION, RATIO_EXP, UNIT_COLUMNS,
+from .economics import (ALL_IN_DEFINITION, BUDGET_COLUMNS, NO_PRODUCT_PARTS, OWN_DEFINITION, RATIO_EXP, UNIT_COLUMNS,
                         allocation_lines_csv, allocation_workbook, category_daily_frame, fleet_row, headline_frame,
                         provenance_frame, unattributed_frame, unit_economics_csv, unit_economics_frame,
                         without_product)
@@ -24,3 +24,4 @@ from .prices import (MAX_BOOK_BYTES, PRICE_COLUMNS, PriceBooks, books_frame, che
 from .state import (ABSENT, NO_RUNS, READY, UNINITIALIZED, UNREACHABLE, LedgerState, guidance, ledger_state,
                     load_run_data, period_name, reading, runs_frame)
 from .tenants import TENANT_METRICS, tenant_daily_frame, tenant_names, tenants_frame
+from ..guardrails import budget_books

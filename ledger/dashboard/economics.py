@@ -7,6 +7,7 @@ from decimal import Decimal
 import pandas as pd
 
 from .. import reports, runs
+from ..reports.budgets import with_budgets
 from ..allocate import CATEGORIES, VARIANCE, period_label
 from ..money import ZERO, quantize
 
@@ -135,11 +136,18 @@ UNIT_COLUMNS = ["key", "cost", "tasks_success", "tasks_failure", "tasks_unknown"
                 "requests", "active_tokens", "cost_per_1m_active_tokens", "success_criteria"]
 
 
-def unit_economics_frame(data: reports.RunData, *, by: str) -> pd.DataFrame:
+#: The budget columns (issue 31): the budget in force for the month of the row's scope and the row's
+#: cost ÷ it; present only when the report carries budgets (:mod:`ledger.reports.budgets`).
+BUDGET_COLUMNS = ["budget", "of_budget"]
+
+
+def unit_economics_frame(data: reports.RunData, *, by: str, books=()) -> pd.DataFrame:
     """Unit economics by tenant or product: exactly the rows of ``ledger report unit-economics
     --by BY --json`` (key None is the product-less lines, such as shared charges), money and
-    ratios as Decimal."""
-    doc = reports.unit_economics_as_json(reports.unit_economics(data, by=by))
+    ratios as Decimal; with the budgets books `books` (``ledger.guardrails.budget_books``), the
+    :data:`BUDGET_COLUMNS` when a budget of the scope is in force for the month."""
+    doc = reports.unit_economics_as_json(with_budgets(reports.unit_economics(data, by=by), books))
+    extra = BUDGET_COLUMNS if "budget_books" in doc else []
     rows = []
     for r in doc["rows"]:
         tasks = r.get("tasks") or {}
@@ -152,8 +160,9 @@ def unit_economics_frame(data: reports.RunData, *, by: str) -> pd.DataFrame:
                      "share_of_gpu": _d(r.get("share_of_gpu")), "requests": r["requests"],
                      "active_tokens": r["active_tokens"],
                      "cost_per_1m_active_tokens": _d(r.get("cost_per_1m_active_tokens")),
-                     "success_criteria": ", ".join(r.get("success_criteria", []))})
-    return pd.DataFrame(rows, columns=UNIT_COLUMNS)
+                     "success_criteria": ", ".join(r.get("success_criteria", [])),
+                     **{c: _d(r[c]) for c in extra}})
+    return pd.DataFrame(rows, columns=UNIT_COLUMNS + extra)
 
 
 #: What a tenant line with no product holds, in the order the label names them.

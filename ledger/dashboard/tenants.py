@@ -10,7 +10,8 @@ import pandas as pd
 from .. import reports
 from ..allocate import VARIANCE
 from ..money import ZERO, quantize
-from .economics import RATIO_EXP, _d
+from ..reports.budgets import with_budgets
+from .economics import BUDGET_COLUMNS, RATIO_EXP, _d
 
 #: The metrics of the tenant comparison and the column each is here. `idle_shared` is money: the
 #: idle (slack and reserve) booked on the tenant under idle policy ``share``.
@@ -28,17 +29,20 @@ def tenant_names(data: reports.RunData) -> list[str]:
     return [r.key for r in sorted(report.rows, key=lambda r: (-r.cost, r.key or "")) if r.key is not None]
 
 
-def tenants_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame:
+def tenants_frame(data: reports.RunData, tenants: Sequence[str], books=()) -> pd.DataFrame:
     """The chosen tenants side by side, one row per tenant, in the order given: the rows of
     ``ledger report tenants --tenants A,B --json`` (cost, cost per successful task with the reason
     when undefined, active tokens, cost per 1M active tokens, share of GPU, success rate, ...) and
     the task failure rate, failed ÷ decided tasks (None when no task was decided), and the failed
     work in money (for a totals column's failed-work share); money and ratios
-    as Decimal, counts as int, None where the report leaves a number undefined."""
+    as Decimal, counts as int, None where the report leaves a number undefined. With the budgets
+    books `books`, the :data:`BUDGET_COLUMNS` when a tenant budget is in force for the month."""
     cols = ["tenant", *TENANT_METRICS.values(), "failed_work", "undefined_because"]
     if not tenants:
         return pd.DataFrame([], columns=cols)
-    doc = reports.unit_economics_as_json(reports.unit_economics(data, by="tenant", tenants=list(tenants)))
+    doc = reports.unit_economics_as_json(with_budgets(reports.unit_economics(data, by="tenant",
+                                                                             tenants=list(tenants)), books))
+    extra = BUDGET_COLUMNS if "budget_books" in doc else []
     rows = []
     for r in doc["rows"]:
         tasks = r.get("tasks") or {"success": 0, "failure": 0, "unknown": 0}
@@ -53,10 +57,11 @@ def tenants_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame
                      "requests": r["requests"], "tasks_success": tasks["success"], "tasks_failure": tasks["failure"],
                      "tasks_unknown": tasks["unknown"], "idle_shared": _d(r["idle_share"]),
                      "failed_work": _d(r["failed_work"]),
-                     "undefined_because": r["reasons"].get("cost_per_successful_task", "")})
+                     "undefined_because": r["reasons"].get("cost_per_successful_task", ""),
+                     **{c: _d(r[c]) for c in extra}})
     order = {t: i for i, t in enumerate(tenants)}
     rows.sort(key=lambda r: order.get(r["tenant"], len(order)))
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=cols + extra)
 
 
 def tenant_daily_frame(data: reports.RunData, tenants: Sequence[str]) -> pd.DataFrame:

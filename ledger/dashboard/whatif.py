@@ -73,4 +73,5 @@ def kinds_frame(result: ScenarioResult) -> pd.DataFrame:
     return pd.DataFrame([{"kind": k, "actual": float(a), "scenario": float(b)} for k, (a, b) in result.by_kind.items()])
 
 
-__all__ = ["COMPARE_COLUMNS", "SCENARIOS_DIR", "built_scenario", "comparison_frame", "kinds_frame", "shipped_scenarios", "whatif_of"]
+__all__ = ["COMPARE_COLUMNS", "SCENARIOS_DIR", "built_scenario", "comparison_frame", "kinds_frame", "shipped_scenarios", "whatif_of",
+           "whatif_rows"]

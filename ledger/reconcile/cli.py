@@ -18,8 +18,8 @@ NAMES = {"bill_map": "name one with --bill-map MAP.toml", "true_up": "`allocate 
 
 
 def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10"),
-                  frm: Optional[str] = typer.Option(None, "--from", help="period start (ISO 8601 instant)"),
-                  to: Optional[str] = typer.Option(None, "--to", help="period end, exclusive"),
+                  frm: Optional[str] = typer.Option(None, "--from", help=console.FROM_HELP),
+                  to: Optional[str] = typer.Option(None, "--to", help=console.TO_HELP),
                   map_path: Optional[Path] = typer.Option(
                       None, "--bill-map", help="bill map (TOML: bill rows to pools, providers, categories); default: "
                                                "bill-map.toml in the ledger home"),

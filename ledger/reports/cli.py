@@ -10,6 +10,8 @@ from .. import console, runs, store
 from ..money import fmt
 from . import (BY, run_data_of_stored, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics,
                unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
+from ..guardrails.book import budget_books
+from .budgets import with_budgets
 from .render import runs_as_table
 
 report_app = typer.Typer(help="Unit-economics reports over the current allocation run of a period.",
@@ -26,8 +28,10 @@ def _load(s, period, frm, to, run_id):
 
 
 _PERIOD = "calendar month, e.g. 2026-10 (its current run)"
-_FROM = "period start (ISO 8601 instant), with --to"
-_TO = "period end, exclusive"
+_FROM = console.FROM_HELP
+_TO = console.TO_HELP
+#: What a command that goes by month adds to --from and --to's help.
+_BY_MONTH = "; by month: an instant must start a month"
 _RUN = "a run id (default: the period's current run)"
 _JSON = "print the report as JSON (money as decimal strings)"
 _CSV = "print one row per tenant, product or model as CSV"
@@ -65,6 +69,7 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", he
                      f"--by {by}")
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
+        books = budget_books(s)  # the budgets in force for the month, beside the actuals (issue 31)
     if spread_shared:  # the view says so: its JSON's `view`, its CSV's column, its title
         from ..drilldown import spread_by_product
 
@@ -72,6 +77,7 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", he
     else:
         report = unit_economics(data, by=by, tenants=_tenants(tenants))
     _unknown_tenants(report, data)
+    report = with_budgets(report, books)
     console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json,
                  csv_of=unit_economics_as_csv, table_of=unit_economics_as_table)
 
@@ -100,7 +106,8 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PER
     console.one_format(as_json, as_csv)
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
-    report = unit_economics(data, by="tenant", tenants=_tenants(tenants))
+        books = budget_books(s)  # the budgets in force for the month, beside the actuals (issue 31)
+    report = with_budgets(unit_economics(data, by="tenant", tenants=_tenants(tenants)), books)
     _unknown_tenants(report, data)
     console.emit(report, as_json=as_json, as_csv=as_csv, json_of=unit_economics_as_json, csv_of=tenants_as_csv,
                  table_of=tenants_as_table)
@@ -137,8 +144,8 @@ def lines_cmd(tenant: str = typer.Option(..., "--tenant", help="the tenant whose
 
 
 @report_app.command("trend")
-def trend_cmd(frm: str = typer.Option(..., "--from", help="first month, e.g. 2026-08"),
-              to: str = typer.Option(..., "--to", help="last month, included, e.g. 2026-10"),
+def trend_cmd(frm: str = typer.Option(..., "--from", help=_FROM + _BY_MONTH),
+              to: str = typer.Option(..., "--to", help=_TO + _BY_MONTH),
               by: str = typer.Option("tenant", "--by", help="tenant, product or model"),
               as_json: bool = typer.Option(False, "--json", help=_JSON),
               as_csv: bool = typer.Option(False, "--csv", help="print one row per month and tenant, product or "
@@ -150,8 +157,9 @@ def trend_cmd(frm: str = typer.Option(..., "--from", help="first month, e.g. 202
     console.one_format(as_json, as_csv)
     if by not in BY:
         console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
+    first, last = console.month_window(frm, to, "report trend")
     with console.Ledger() as s:
-        found = load_trend(s, first=frm, last=to, by=by)  # a bad range is a LedgerError: one line, exit 1
+        found = load_trend(s, first=first, last=last, by=by)  # a bad range is a LedgerError: one line, exit 1
     console.emit(found, as_json=as_json, as_csv=as_csv, json_of=trend_as_json, csv_of=trend_as_csv,
                  table_of=trend_as_table)
 

@@ -19,6 +19,7 @@ from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
                          opt, ratio, tenant_entry)
 from ..drilldown import row_label
+from .budgets import OF_BUDGET, budget_columns, budget_entry
 from ..formats import count, display_column, display_table, money, percent, plural, unit_costs
 from ..instants import iso
 from ..money import fmt, quantize
@@ -47,10 +48,10 @@ def _row_json(report: Report, r: Row) -> dict:
         return {"model": r.key, "cost": fmt(r.cost), "gpu_cost": fmt(r.gpu_cost),
                 "provider_tokens_cost": fmt(r.by_category["provider_tokens"]), "active_tokens": r.active_tokens,
                 "requests": r.requests, "cost_per_1m_active_tokens": opt(r.cost_per_1m_active_tokens),
-                "share_of_gpu": ratio(report.share_of_gpu(r)), "reasons": dict(r.reasons)}
+                "share_of_gpu": ratio(report.share_of_gpu(r)), "reasons": dict(r.reasons), **budget_entry(report, r)}
     entry = tenant_entry(report, r)
     entry.pop("tenant")
-    return {report.by: r.key, **entry}
+    return {report.by: r.key, **entry, **budget_entry(report, r)}
 
 
 def unit_economics_as_json(report: Report) -> dict:
@@ -62,7 +63,8 @@ def unit_economics_as_json(report: Report) -> dict:
            **_provenance(report),
            "tenants_filter": None if report.tenants is None else list(report.tenants),
            "rows": [_row_json(report, r) for r in report.rows],
-           "run_total": fmt(report.total), **all_in_entry(report.total, report.successful_tasks)}
+           "run_total": fmt(report.total), **all_in_entry(report.total, report.successful_tasks),
+           **({} if report.budgets is None else {"budget_books": list(report.budget_books)})}
     if report.tenants is None:
         doc["unattributed"] = {k: fmt(v) for k, v in report.unattributed.items()}
     return doc
@@ -265,31 +267,32 @@ def unit_economics_as_table(report: Report) -> Group:
     shown = _shown(report)
     tot = _totals(report, shown)
     *per_m, per_m_total = tot.per_1m
+    heads, bud, bud_total = budget_columns(report)
     if by == "model":
         gpu, gpu_total = display_column([r.gpu_cost for r in rows])
         tokens, tokens_total = display_column([r.by_category["provider_tokens"] for r in rows])
         t = FitTable(title=_title(report, "unit economics by model"), caption=_caption(report))
         t.add_column("model", numeric=False)
         for col in ("cost", "GPU", "provider tokens", "requests", "active tokens", f"{cur}/1M active tokens",
-                    "share of GPU"):
+                    "share of GPU", *heads):
             t.add_column(col)
-        for r, c, g, pt, pm, sg in zip(rows, shown.costs, gpu, tokens, per_m, tot.gpu_share):
+        for r, c, g, pt, pm, sg, b in zip(rows, shown.costs, gpu, tokens, per_m, tot.gpu_share, bud):
             t.add_row(_label(r.key, by), money(c), money(g), money(pt), count(r.requests), count(r.active_tokens), pm,
-                      percent(sg))
+                      percent(sg), *b)
         t.add_row(TOTAL, money(shown.total), money(gpu_total), money(tokens_total), count(tot.requests),
-                  count(tot.active_tokens), per_m_total, percent(tot.gpu_share_total), style="bold")
+                  count(tot.active_tokens), per_m_total, percent(tot.gpu_share_total), *bud_total, style="bold")
         return Group(t)
     *per_task, per_task_total = tot.per_task
     t = FitTable(title=_title(report, f"unit economics by {by}" + (f" ({report.view})" if report.view else "")))
     t.add_column(by, numeric=False)
     for col in ("cost", "failed work", "failed share", SHARED_IDLE, "cost per success (own cost)",
-                f"{cur}/1M active tokens"):
+                f"{cur}/1M active tokens", *heads):
         t.add_column(col)
-    for r, c, fw, idle, ps, pm in zip(rows, shown.costs, tot.failed, tot.idle, per_task, per_m):
+    for r, c, fw, idle, ps, pm, b in zip(rows, shown.costs, tot.failed, tot.idle, per_task, per_m, bud):
         t.add_row(_label(r.key, by), money(c), money(fw), percent(r.failed_work_share),
-                  money(idle), "undefined" if r.cost_per_successful_task is None else ps, pm)
+                  money(idle), "undefined" if r.cost_per_successful_task is None else ps, pm, *b)
     t.add_row(TOTAL, money(shown.total), money(tot.failed_total), percent(tot.failed_share), money(tot.idle_total),
-              "undefined" if not tot.tasks["success"] else per_task_total, per_m_total, style="bold")
+              "undefined" if not tot.tasks["success"] else per_task_total, per_m_total, *bud_total, style="bold")
     volume = FitTable(title=f"requests, tokens and tasks by {by}", caption=_caption(report))
     volume.add_column(by, numeric=False)
     for col in ("requests", "active tokens", "tasks success", "tasks failure", "tasks unknown", "success rate"):
@@ -341,6 +344,9 @@ def tenants_as_csv(report: Report) -> str:
     metrics = [_tenant_metrics(report, r) for r in report.rows]
     for m in TENANT_METRICS:
         row(m, [x[m] for x in metrics], True)
+    if report.budgets is not None:  # the budget in force for the month (ledger.reports.budgets)
+        for m, key in (("budget", "budget"), (OF_BUDGET, "of_budget")):
+            row(m, [budget_entry(report, r)[key] or "" for r in report.rows], True)
     prov = _provenance(report)
     for k, v in (("period_start", prov["period"]["start"]), ("period_end", prov["period"]["end"]),
                  ("run_id", prov["run_id"]), ("currency", prov["currency"]),
@@ -386,6 +392,8 @@ def tenants_as_table(report: Report) -> FitTable:
              "requests": [count(n) for n in [*(r.requests for r in rows), tot.requests]],
              "active tokens": [count(n) for n in [*(r.active_tokens for r in rows), tot.active_tokens]],
              **{f"tasks {k}": [count(tk[k]) for tk in [*tasks, tot.tasks]] for k in ("success", "failure", "unknown")}}
+    heads, bud, bud_total = budget_columns(report)
+    cells.update({h: [*(b[i] for b in bud), bud_total[i]] for i, h in enumerate(heads)})
     for metric, values in cells.items():
         t.add_row(metric, *values)
     return t

@@ -11,6 +11,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from ..console import FROM_HELP, TO_HELP
 from ..hints import lines_of, say, say_one
 from .curve import fmt_num
 from .engine import Reserves
@@ -107,8 +108,8 @@ def size_command(
     prefill_select: Optional[str] = typer.Option(None, "--prefill-select", help="pick a curve in a multi-curve prefill file"),
     prefill_gpus_per_replica: Optional[int] = typer.Option(None, "--prefill-gpus-per-replica", help="GPUs per prefill replica (default --gpus-per-replica)"),
     workload: Optional[str] = typer.Option(None, "--workload", help="size from the ledger's traffic of this period (YYYY-MM): TPM, ISL and OSL"),
-    frm: Optional[str] = typer.Option(None, "--from", help="size from the ledger's traffic from this instant (ISO 8601, on a whole minute), with --to: --workload over a window such as a day"),
-    to: Optional[str] = typer.Option(None, "--to", help="end of the --from window, exclusive"),
+    frm: Optional[str] = typer.Option(None, "--from", help=FROM_HELP + "; size from the ledger's traffic of that window (--workload over a window such as a day; an instant on a whole minute)"),
+    to: Optional[str] = typer.Option(None, "--to", help=TO_HELP + "; an instant on a whole minute"),
     pool: Optional[str] = typer.Option(None, "--pool", help="with --workload: the pool whose traffic to size for"),
     product: Optional[str] = typer.Option(None, "--product", help="with --workload: only this product's traffic"),
     percentile: str = typer.Option(_PERCENTILE, "--percentile", help="with --workload: the per-minute TPM to size for: p50, p95, p99, max, mean"),

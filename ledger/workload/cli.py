@@ -15,9 +15,10 @@ NAMES = {"window_start": "--from", "window_end": "--to", "ramp_minutes": "--ramp
 
 
 def workload_cmd(period: Optional[str] = typer.Option(None, "--period", help="the month, e.g. 2026-10 (or --from and --to)"),
-                 frm: Optional[str] = typer.Option(None, "--from", help="window start (ISO 8601 instant, on a whole "
-                                                                        "minute), with --to"),
-                 to: Optional[str] = typer.Option(None, "--to", help="window end, exclusive"),
+                 frm: Optional[str] = typer.Option(None, "--from", help=console.FROM_HELP + "; an instant "
+                                                                                        "on a whole minute"),
+                 to: Optional[str] = typer.Option(None, "--to", help=console.TO_HELP + "; an instant on a whole "
+                                                                                    "minute"),
                  pool: Optional[str] = typer.Option(None, "--pool", help="only the requests served by this pool"),
                  product: Optional[str] = typer.Option(None, "--product", help="only this product's requests"),
                  ramp_minutes: int = typer.Option(10, "--ramp-minutes",
