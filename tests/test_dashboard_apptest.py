@@ -671,8 +671,11 @@ def test_price_book_check_opens_no_typed_path_only_known_books_and_uploads(demo,
     assert not at.text_input, "a path typed on the page would be opened on the server"
     assert at.radio(key="pb_check_source").options == ["the shipped price books", "the books loaded in the ledger",
                                                        "price book files I upload"]
-    # the books loaded in the ledger: the demo loaded the shipped folder, so the check is the CLI's on it
-    shipped = CliRunner().invoke(app, ["pricebook", "check"])
+    # the books loaded in the ledger: the demo loaded the shipped folder and its own openai account
+    # book, so the check is the CLI's on those
+    from ledger.demo import DEMO_BOOK
+
+    shipped = CliRunner().invoke(app, ["pricebook", "check", str(ROOT / "pricebooks"), str(DEMO_BOOK)])
     at.radio(key="pb_check_source").set_value("the books loaded in the ledger").run()
     assert not at.exception and at.get_by_key("pb_check").success[0].value == shipped.stdout.strip()
 
