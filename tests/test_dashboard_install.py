@@ -87,4 +87,6 @@ def test_the_wheel_ships_the_dashboard(tmp_path):
     shared = {n.split("/data/share/ledger/", 1)[1] for n in names if "/data/share/ledger/" in n}
     wanted = {str(p.relative_to(ROOT)) for d in ("migrations", "pricebooks", "examples") for p in (ROOT / d).rglob("*")
               if p.is_file() and p.suffix in (".py", ".mako", ".toml") and "__pycache__" not in p.parts}
+    wanted |= {str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*")  # what-if scenarios and their curves
+               if p.is_file() and p.suffix in (".toml", ".csv", ".json", ".jsonl")}
     assert wanted and shared == wanted

@@ -228,6 +228,9 @@ def batch_problems(con, batch: Batch, state: LedgerState, files: Sequence[ReadFi
     if kind == "charges":
         seen["tenant"] |= {v[len("tenant:"):] for x in files for v in x.values.get("allocate") or []
                            if v.startswith("tenant:")}
+    # a value the names rule refuses (white space around it, a control character...) is a problem of
+    # its row already: it is no unknown name to register or to find a near one for
+    seen = {d: {v for v in values if names.name_problem(v) is None} for d, values in seen.items()}
     unknown = {d: sorted(v - state.names[d]) for d, v in seen.items() if v - state.names[d]}
     hit = sorted(set().union(*(x.months for x in files)) & state.closed)
     problems = []

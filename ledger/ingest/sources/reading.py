@@ -107,11 +107,24 @@ def kept(src: SourceFile, where: str) -> SourceFile:
 
 
 def instant(text: str, naive_utc: bool) -> str:
-    """SQL: an instant's text, with ``+00:00`` added when it has no offset and the map says naive
-    instants are UTC (LiteLLM's Postgres columns are ``timestamp without time zone`` in UTC)."""
+    """SQL: an instant's text, with its UTC offset added when it has none and the map says naive
+    instants are UTC (LiteLLM's Postgres columns are ``timestamp without time zone`` in UTC).
+
+    A naive instant of the usual shape (``2026-10-01 00:00:40.610``, or with ``T``) is written in
+    the ingest's common shape, ``2026-10-01T00:00:40.610Z``, the same instant, which the ingest
+    judges without a regular expression (docs/ingest.md, "How it is fast"); anything else gets
+    ``+00:00``, and the ingest judges it as written. Whether a value has an offset is told by its
+    last characters (``Z``, or a sign where ``±HH``, ``±HHMM`` or ``±HH:MM`` would start) before
+    the regular expression is asked, for the few values where a sign sits there."""
     if not naive_utc:
         return text
-    return f"(CASE WHEN regexp_matches(trim({text}), {lit(OFFSET_RE)}) THEN {text} ELSE trim({text}) || '+00:00' END)"
+    t = f"trim({text})"
+    sign = " OR ".join(f"substr({t}, -{k}, 1) IN ('+', '-')" for k in (6, 5, 3))
+    has_offset = (f"(CASE WHEN right({t}, 1) IN ('Z', 'z') THEN true WHEN NOT ({sign}) THEN false "
+                  f"ELSE regexp_matches({t}, {lit(OFFSET_RE)}) END)")
+    naive = (f"(CASE WHEN {t} LIKE '____-__-__ __:__:__%' THEN left({t}, 10) || 'T' || substr({t}, 12) || 'Z' "
+             f"WHEN {t} LIKE '____-__-__T__:__:__%' THEN {t} || 'Z' ELSE {t} || '+00:00' END)")
+    return f"(CASE WHEN {has_offset} THEN {text} ELSE {naive} END)"
 
 
 class Fields(dict):
