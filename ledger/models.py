@@ -287,20 +287,10 @@ class AllocationRun(SQLModel, table=True):
     summary: str = Field(default="{}", sa_type=sa.Text)
 
 
-class AllocationLine(SQLModel, table=True):
-    """One line of a run. `kind` is tenant, idle_slack, idle_reserve, unallocated or (a true-up run
-    only) variance (an explicit column, never a name suffix); `work` succeeded or failed;
-    `shared_from` is idle_slack or idle_reserve on a tenant line that carries its share of idle
-    (policy ``share``), on a variance line the idle or unallocated kind it was spread over, else null;
-    `quantity` in `unit` (GPU-seconds, tokens, the meter's unit); `amount` in `currency`, exact.
-    `kind` and `category` are CHECKed against :class:`~ledger.vocab.LineKind` and
-    :class:`~ledger.vocab.Category` (migration 0003)."""
+class LineColumns(SQLModel):
+    """The columns of an allocation line, declared once: an official run's (:class:`AllocationLine`)
+    and a what-if scenario's (:class:`ScenarioLine`) are the same line under another parent."""
 
-    __tablename__ = "allocation_line"
-    __table_args__ = (sa.CheckConstraint(one_of("kind", LineKind), name="ck_allocation_line_kind"),
-                      sa.CheckConstraint(one_of("category", Category), name="ck_allocation_line_category"))
-    id: Optional[int] = Field(default=None, primary_key=True)
-    run_id: str = Field(foreign_key="allocation_run.id", index=True, max_length=40)
     day: date
     kind: str = Field(max_length=20)
     tenant: Optional[str] = Field(default=None, max_length=200)
@@ -315,6 +305,22 @@ class AllocationLine(SQLModel, table=True):
     unit: str = Field(max_length=50)
     amount: Decimal = Field(sa_type=Money)
     currency: str = Field(max_length=3)
+
+
+class AllocationLine(LineColumns, table=True):
+    """One line of a run. `kind` is tenant, idle_slack, idle_reserve, unallocated or (a true-up run
+    only) variance (an explicit column, never a name suffix); `work` succeeded or failed;
+    `shared_from` is idle_slack or idle_reserve on a tenant line that carries its share of idle
+    (policy ``share``), on a variance line the idle or unallocated kind it was spread over, else null;
+    `quantity` in `unit` (GPU-seconds, tokens, the meter's unit); `amount` in `currency`, exact.
+    `kind` and `category` are CHECKed against :class:`~ledger.vocab.LineKind` and
+    :class:`~ledger.vocab.Category` (migration 0003)."""
+
+    __tablename__ = "allocation_line"
+    __table_args__ = (sa.CheckConstraint(one_of("kind", LineKind), name="ck_allocation_line_kind"),
+                      sa.CheckConstraint(one_of("category", Category), name="ck_allocation_line_category"))
+    id: Optional[int] = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="allocation_run.id", index=True, max_length=40)
 
 
 class ScenarioRun(SQLModel, table=True):
@@ -344,7 +350,7 @@ class ScenarioRun(SQLModel, table=True):
     code_version: str = Field(max_length=40)
 
 
-class ScenarioLine(SQLModel, table=True):
+class ScenarioLine(LineColumns, table=True):
     """One line of a scenario's allocation: the columns of :class:`AllocationLine`, under its
     `scenario_id` (kind and category CHECKed the same way)."""
 
@@ -353,17 +359,3 @@ class ScenarioLine(SQLModel, table=True):
                       sa.CheckConstraint(one_of("category", Category), name="ck_scenario_line_category"))
     id: Optional[int] = Field(default=None, primary_key=True)
     scenario_id: str = Field(foreign_key="scenario_run.id", index=True, max_length=40)
-    day: date
-    kind: str = Field(max_length=20)
-    tenant: Optional[str] = Field(default=None, max_length=200)
-    product: Optional[str] = Field(default=None, max_length=200)
-    model: Optional[str] = Field(default=None, max_length=200)
-    pool: Optional[str] = Field(default=None, max_length=200)
-    provider: Optional[str] = Field(default=None, max_length=200)
-    category: str = Field(max_length=30)
-    work: str = Field(max_length=10)
-    shared_from: Optional[str] = Field(default=None, max_length=20)
-    quantity: Decimal = Field(sa_type=Money)
-    unit: str = Field(max_length=50)
-    amount: Decimal = Field(sa_type=Money)
-    currency: str = Field(max_length=3)

@@ -14,7 +14,7 @@ from . import sql
 from .engines import Engine
 from .pricing import _Pricer
 from .records import Policy, Tasks, Usage
-from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, TASK_COUNTS, TASK_STATE
+from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, REQUEST_PASS, TASK_COUNTS, TASK_STATE
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     if join:
         engine.load(con, POOL_WEIGHTS, pool_weights)
     boundaries = pricer.instants(start, end)
-    engine.create(con, GROUPS, sql.groups(start, end, weight, join, boundaries, sql.band_case(pricer.index)))
+    engine.create(con, REQUEST_PASS, sql.request_pass(start, end, weight, join, boundaries,
+                                                      sql.band_case(pricer.index)))
+    engine.create(con, GROUPS, sql.GROUPS)
     engine.create(con, METERS, sql.meter_groups(start, end, boundaries))
     engine.create(con, TASK_COUNTS, sql.task_counts(start, end))
 
