@@ -20,7 +20,7 @@ DECIMAL, instants as TIMESTAMPTZ in UTC; a bill's ``consumed_quantity`` as exact
 
 A column added to a kind after some facts were written (the requests' cache writes and service
 tier, and the source's own cost, ``reported_cost`` and ``reported_currency``, kept beside ours by
-the adapters of ``ledger ingest --from``) reads as its default in the older files (see :func:`files_sql`).
+the adapters of ``ledger ingest --source``) reads as its default in the older files (see :func:`files_sql`).
 
 The batch a row came from is its file's name; the batch row in the DB lists the source files and
 their digests. (Files written before 2026-11 also carry ``_hash``, a 64-bit hash of the row; it is

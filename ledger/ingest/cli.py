@@ -11,7 +11,7 @@ from rich.text import Text
 
 from .. import config
 from ..check import check_ledger
-from ..console import Ledger, deprecated, err, fail, one_format, out, plural, print_csv, print_json
+from ..console import Ledger, err, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
 from ..tables import FitTable
 from . import ADJUSTABLE, ingest, list_batches, undo_batch
@@ -172,14 +172,7 @@ def register(app: typer.Typer) -> None:
                     source: Optional[str] = typer.Option(None, "--source", help=source_help, hidden=not sources),
                     map_path: Optional[Path] = typer.Option(None, "--map", hidden=not sources,
                                                             help="TOML map of source fields to ledger columns "
-                                                                 "(with --source; docs/adapters.md)"),
-                    old_source: Optional[str] = typer.Option(None, "--from", hidden=True,
-                                                             help="deprecated spelling of --source")) -> None:
-            if old_source is not None:
-                if source is not None:
-                    fail("give --source once (--from is its old spelling)")
-                deprecated("--from", "--source")
-                source = old_source
+                                                                 "(with --source; docs/adapters.md)")) -> None:
             _run(kind, files, fmt, register_new, dry_run, as_adjustment, as_json, source, map_path)
         command.__doc__ = f"Ingest {KINDS_HELP[kind]}."
         return command

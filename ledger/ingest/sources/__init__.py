@@ -11,6 +11,7 @@ the plain ingest), in the same commit.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import uuid
@@ -109,9 +110,8 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     cols = {**cols, **own}
     present = [c.name for c in spec.columns if c.name in cols]  # an optional column not given takes its default
     hidden = [c for c in cols if c.startswith("_")]  # the adapter's own: for its checks, and `_where` for problems
-    select = ", ".join(f"{cols[c][0]} AS {q(c)}" for c in present + hidden)
     try:
-        con.execute(f"CREATE TEMP TABLE {lines} AS SELECT _line, {select} FROM ({src.rows()}) ORDER BY _line")
+        con.execute(f"CREATE TEMP TABLE {lines} AS {_layered(src.rows(), cols, present + hidden)}" + ("" if os.environ.get("NOSORT") else " ORDER BY _line"))
     except duckdb.Error as e:
         return [unreadable(src.label, src.fmt, src.read_path or src.path, e, src.shape)], 1
     checks = own_checks + (adapter.checks(m, src) if hasattr(adapter, "checks") else [])
@@ -147,6 +147,40 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     keep = ", _where" if "_where" in cols else ""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT _line{keep} FROM {lines}")
     return [], 0
+
+
+def _layered(relation: str, cols: dict[str, tuple[str, str]], names: list[str]) -> str:
+    """SQL: `relation`'s ``_line`` and the columns `names` (``cols[name][0] AS name``), each computed
+    once per row: a column that reads another hidden one by its name (a check's message reads its
+    flag) is computed in a layer above it, not inlined where it is named (DuckDB would compute the
+    flag again in each column naming it). In the layers a column has a name of its own (a source
+    field may be called as a ledger column is: LiteLLM's ``status``)."""
+    tag = uuid.uuid4().hex[:8]
+    inner = {c: f"_col{k}_{tag}" for k, c in enumerate(names)}
+    word = {h: re.compile(rf"(?<![A-Za-z0-9_]){re.escape(h)}(?![A-Za-z0-9_])") for h in names if h.startswith("_")}
+    reads = {c: {h for h, w in word.items() if h != c and w.search(cols[c][0])} for c in names}
+    depth: dict[str, int] = {}
+
+    def level(c: str, seen: tuple = ()) -> int:
+        if c not in depth:
+            if c in seen:
+                raise ValueError(f"columns read each other: {' -> '.join(seen + (c,))}")
+            depth[c] = 1 + max((level(h, seen + (c,)) for h in reads[c]), default=0)
+        return depth[c]
+
+    def sql(c: str) -> str:
+        text = cols[c][0]
+        for h in reads[c]:
+            text = word[h].sub(inner[h], text)
+        return text
+
+    for c in names:
+        level(c)
+    rel = relation
+    for n in sorted(set(depth.values())):
+        here = ", ".join(f"{sql(c)} AS {inner[c]}" for c in names if depth[c] == n)
+        rel = f"SELECT *, {here} FROM ({rel})"  # the columns no layer reads are pruned by DuckDB
+    return f"SELECT _line, {', '.join(f'{inner[c]} AS {q(c)}' for c in names)} FROM ({rel})"
 
 
 def _path_checks(src: SourceFile, cols: dict[str, tuple[str, str]]) -> tuple[dict[str, tuple[str, str]], list]:

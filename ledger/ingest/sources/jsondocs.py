@@ -125,15 +125,16 @@ class Documents:
         """SQL: the text at `steps` of `doc` (see the module), registering the path's problems under
         `label` (the path as the map writes it)."""
         found, dups = self.find(doc, steps)
-        elem = found[0].elem if len(found) == 1 else f"coalesce({', '.join(f.elem for f in found)})"
+        # the value where it is found, once per row (it is read up to eight times below)
+        elem = found[0].elem if len(found) == 1 else self.named(f"coalesce({', '.join(f.elem for f in found)})")
         # a JSON number with a fraction or an exponent: its digits as written (DuckDB's own text of it
         # is a double's: 1000.0000000000000001 would read 1000.0), to 21 places
         exact = f"rtrim(rtrim(CAST({_exact(found, 'DECIMAL(38,21)')} AS VARCHAR), '0'), '.')"
-        digit = ", ".join(f"'{c}'" for c in "-0123456789")
+        head = f"left({elem}, 1)"  # a number's first character: compared, not an IN list (DuckDB joins those)
         text = self.named(f"(CASE WHEN {elem} IS NULL THEN NULL "
                           f"WHEN starts_with({elem}, '\"') THEN json_extract_string({elem}, '$') "
                           f"WHEN {elem} = 'null' THEN NULL "
-                          f"WHEN left({elem}, 1) IN ({digit}) AND (strpos({elem}, '.') > 0 OR strpos({elem}, 'e') > 0 "
+                          f"WHEN ({head} BETWEEN '0' AND '9' OR {head} = '-') AND (strpos({elem}, '.') > 0 OR strpos({elem}, 'e') > 0 "
                           f"OR strpos({elem}, 'E') > 0) THEN coalesce({exact}, CAST({elem} AS VARCHAR)) "
                           f"ELSE CAST({elem} AS VARCHAR) END)")
         self.plain(text, label)
@@ -152,7 +153,7 @@ class Documents:
         object in JSON, or text holding one: a CSV cell ``["chat"]`` mapped without ``[0]``)."""
         head = f"left(ltrim({text}), 1)"
         self.flags.setdefault(f"{label}\x00shape", (
-            f"(CASE WHEN ascii({text}) IN (123, 91, 32, 9, 10, 13) "
+            f"(CASE WHEN ascii({text}) <= 32 OR ascii({text}) IN (123, 91) "  # a superset of {, [ and blanks
             f"THEN {head} IN ('{{', '[') AND json_valid({text}) ELSE false END)",
             f"'is a JSON ' || (CASE {head} WHEN '{{' THEN 'object' ELSE 'list' END) || "
             f"{lit(', not a single value: give a path into it')}"))
@@ -202,13 +203,19 @@ class Documents:
             dups = ", ".join(f"list_transform({d.name}_k, lambda ks: len(ks) > len(list_distinct(ks))) AS {d.name}_dup"
                              for d in here if d.parents)
             rel = f"SELECT *, {dups} FROM ({rel})" if dups else rel
-        # the values: those over the documents first, then those over other values (a decimal over its
-        # text): a column of the SELECT it is named in would be computed again where it is used
-        for later in (False, True):
-            here = [f"{sql} AS {name}" for sql, name in self.values.items() if ("_val_" in sql) == later]
-            if here:
-                rel = f"SELECT *, {', '.join(here)} FROM ({rel})"
+        # the values, layer by layer: those over the documents first, then those over other values (a
+        # decimal over its text, a sum over its parts), each in the layer after the last value it reads:
+        # a column of the SELECT it is named in would be computed again where it is used
+        depth: dict[str, int] = {}
+        for sql, name in self.values.items():  # in the order named: a value names only those before it
+            depth[name] = 1 + max((depth[v] for v in set(_VAL.findall(sql)) if v in depth), default=0)
+        for level in sorted(set(depth.values())):
+            here = [f"{sql} AS {name}" for sql, name in self.values.items() if depth[name] == level]
+            rel = f"SELECT *, {', '.join(here)} FROM ({rel})"
         return rel
+
+
+_VAL = re.compile(r"_val_[0-9a-f]{8}")
 
 
 def _dup_of(keys: str) -> str:

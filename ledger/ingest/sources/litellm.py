@@ -68,33 +68,39 @@ def columns(src: SourceFile, m: SourceMap) -> dict[str, tuple[str, str]]:
     # copies cache_read_input_tokens into prompt_tokens_details.cached_tokens and cache_creation_input_tokens
     # into prompt_tokens_details.cache_creation_tokens; the 5-minute/1-hour split is the wrapper's
     # cache_creation_token_details): counted once; two places holding two numbers are refused.
-    reads = agreed([u("prompt_tokens_details.cached_tokens"), u("cache_read_input_tokens"),
-                    u("prompt_cache_hit_tokens")], "reads", out, "cache reads")
-    writes = agreed([u("cache_creation_input_tokens"), u("prompt_tokens_details.cache_creation_tokens")],
-                    "writes", out, "cache writes")
-    w5 = agreed([u("cache_creation_token_details.ephemeral_5m_input_tokens"),
-                 u("prompt_tokens_details.cache_creation_token_details.ephemeral_5m_input_tokens")],
-                "writes_5m", out, "5-minute cache writes")
-    w1h = agreed([u("cache_creation_token_details.ephemeral_1h_input_tokens"),
-                  u("prompt_tokens_details.cache_creation_token_details.ephemeral_1h_input_tokens")],
-                 "writes_1h", out, "1-hour cache writes")
-    w, f5, h1 = whole(writes), whole(w5), whole(w1h)
+    # each part once per row, in a layer of its own (``Documents.named``), then the sums over them
+    once = src.docs.named
+
+    def wh(t: str) -> str:
+        return whole(t, once)
+
+    reads = once(agreed([u("prompt_tokens_details.cached_tokens"), u("cache_read_input_tokens"),
+                         u("prompt_cache_hit_tokens")], "reads", out, "cache reads", key=wh))
+    writes = once(agreed([u("cache_creation_input_tokens"), u("prompt_tokens_details.cache_creation_tokens")],
+                         "writes", out, "cache writes", key=wh))
+    w5 = once(agreed([u("cache_creation_token_details.ephemeral_5m_input_tokens"),
+                      u("prompt_tokens_details.cache_creation_token_details.ephemeral_5m_input_tokens")],
+                     "writes_5m", out, "5-minute cache writes", key=wh))
+    w1h = once(agreed([u("cache_creation_token_details.ephemeral_1h_input_tokens"),
+                       u("prompt_tokens_details.cache_creation_token_details.ephemeral_1h_input_tokens")],
+                      "writes_1h", out, "1-hour cache writes", key=wh))
+    w, f5, h1 = wh(writes), wh(w5), wh(w1h)
     given = lambda t: f"nullif({t}, '') IS NOT NULL"  # noqa: E731
     # all the writes: as written, else the sum of their 5-minute and 1-hour parts
-    parts = plus("'0'", w5, w1h)
-    total = f"(CASE WHEN {given(writes)} THEN {writes} WHEN {given(w5)} OR {given(w1h)} THEN {parts} END)"
-    one_h = (f"(CASE WHEN {given(w1h)} THEN {w1h} WHEN {f5} IS NOT NULL AND {w} IS NOT NULL "
-             f"THEN CAST({w} - {f5} AS VARCHAR) END)")
-    five = (f"(CASE WHEN {whole(total)} IS NOT NULL AND {whole(one_h)} IS NOT NULL "
-            f"THEN CAST({whole(total)} - {whole(one_h)} AS VARCHAR) ELSE {total} END)")
+    parts = plus("'0'", w5, w1h, once=once)
+    total = once(f"(CASE WHEN {given(writes)} THEN {writes} WHEN {given(w5)} OR {given(w1h)} THEN {parts} END)")
+    one_h = once(f"(CASE WHEN {given(w1h)} THEN {w1h} WHEN {f5} IS NOT NULL AND {w} IS NOT NULL "
+                 f"THEN CAST({w} - {f5} AS VARCHAR) END)")
+    five = (f"(CASE WHEN {wh(total)} IS NOT NULL AND {wh(one_h)} IS NOT NULL "
+            f"THEN CAST({wh(total)} - {wh(one_h)} AS VARCHAR) ELSE {total} END)")
     out["_split_bad"] = (f"({w} IS NOT NULL AND ({f5} > {w} OR {h1} > {w} OR ({f5} IS NOT NULL AND {h1} IS NOT NULL "
                          f"AND {f5} + {h1} <> {w})))", u("cache_creation_input_tokens")[1])
-    out["_split_said"] = (f"(CASE WHEN {out['_split_bad'][0]} THEN 'the cache writes ' || {writes} || ' are not their "
+    out["_split_said"] = (f"(CASE WHEN _split_bad THEN 'the cache writes ' || {writes} || ' are not their "
                           f"5-minute part ' || coalesce({w5}, '-') || ' + their 1-hour part ' || coalesce({w1h}, '-') END)",
                           u("cache_creation_input_tokens")[1])
     prompt = at("prompt_tokens")
     out["input_tokens"] = ((prompt, "prompt_tokens") if inclusive else
-                           (plus(prompt, reads, total),
+                           (plus(prompt, reads, total, once=once),
                             "prompt_tokens + cache_read_input_tokens + cache_creation_input_tokens"))
     out["cached_input_tokens"] = (reads, " or ".join(f for _, f in (u("prompt_tokens_details.cached_tokens"),
                                                                      u("cache_read_input_tokens"))))

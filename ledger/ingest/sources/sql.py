@@ -14,19 +14,22 @@ def path(text: str) -> FieldPath:
     return p
 
 
-def whole(text: str) -> str:
-    """SQL: a whole number's text (``12``, ``12.0``) as HUGEINT; NULL for anything else (``12.5``, ``x``)."""
+def whole(text: str, once=None) -> str:
+    """SQL: a whole number's text (``12``, ``12.0``) as HUGEINT; NULL for anything else (``12.5``, ``x``).
+    With `once` (``Documents.named``: the column computing SQL once per row), that column."""
     t = f"trim(CAST({text} AS VARCHAR))"
-    return f"(CASE WHEN regexp_full_match({t}, '[+-]?[0-9]+(\\.0*)?') THEN TRY_CAST(split_part({t}, '.', 1) AS HUGEINT) END)"
+    sql = f"(CASE WHEN regexp_full_match({t}, '[+-]?[0-9]+(\\.0*)?') THEN TRY_CAST(split_part({t}, '.', 1) AS HUGEINT) END)"
+    return once(sql) if once else sql
 
 
-def plus(*parts: str) -> str:
+def plus(*parts: str, once=None) -> str:
     """SQL: the text of the sum of `parts` (a blank part counts 0, but the first must be given); when
-    a part is not a whole number, that part's own text, for the ingest to judge and report."""
+    a part is not a whole number, that part's own text, for the ingest to judge and report. With
+    `once`, each part's number is a column computed once per row (:func:`whole`)."""
     first, rest = parts[0], parts[1:]
-    bad = " ".join(f"WHEN nullif({p}, '') IS NOT NULL AND {whole(p)} IS NULL THEN {p}" for p in rest)
-    total = " + ".join([whole(first)] + [f"coalesce({whole(p)}, 0)" for p in rest])
-    return (f"(CASE WHEN {whole(first)} IS NULL THEN {first} {bad} ELSE CAST({total} AS VARCHAR) END)")
+    bad = " ".join(f"WHEN nullif({p}, '') IS NOT NULL AND {whole(p, once)} IS NULL THEN {p}" for p in rest)
+    total = " + ".join([whole(first, once)] + [f"coalesce({whole(p, once)}, 0)" for p in rest])
+    return (f"(CASE WHEN {whole(first, once)} IS NULL THEN {first} {bad} ELSE CAST({total} AS VARCHAR) END)")
 
 
 def first_of(*texts: str) -> str:
@@ -70,7 +73,7 @@ def agreed(places: list[tuple[str, str]], name: str, out: dict[str, tuple[str, s
     given = ", ".join(f"(CASE WHEN nullif({t}, '') IS NOT NULL THEN {lit(f)} || ' ' || {t} END)" for t, f in places)
     said = f"concat_ws(' and ', {given}) || {lit(f' disagree: the same {what} cannot be two values')}"
     out[f"_{name}_differ"] = (differ, places[0][1])
-    out[f"_{name}_differ_said"] = (f"(CASE WHEN {differ} THEN {said} END)", places[0][1])
+    out[f"_{name}_differ_said"] = (f"(CASE WHEN _{name}_differ THEN {said} END)", places[0][1])  # the flag, by name
     return first_of(*texts)
 
 
