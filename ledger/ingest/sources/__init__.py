@@ -111,7 +111,10 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     present = [c.name for c in spec.columns if c.name in cols]  # an optional column not given takes its default
     hidden = [c for c in cols if c.startswith("_")]  # the adapter's own: for its checks, and `_where` for problems
     try:
-        con.execute(f"CREATE TEMP TABLE {lines} AS {_layered(src.rows(), cols, present + hidden)}" + ("" if os.environ.get("NOSORT") else " ORDER BY _line"))
+        # in _line order without a sort: the relation numbers the records in the order it reads them, and
+        # this connection keeps insertion order (``duck.connect(ordered=True)``: DuckDB's
+        # preserve_insertion_order), so the table is made in that order (a sort would move every column)
+        con.execute(f"CREATE TEMP TABLE {lines} AS {_layered(src.rows(), cols, present + hidden)}")
     except duckdb.Error as e:
         return [unreadable(src.label, src.fmt, src.read_path or src.path, e, src.shape)], 1
     checks = own_checks + (adapter.checks(m, src) if hasattr(adapter, "checks") else [])
@@ -157,7 +160,8 @@ def _layered(relation: str, cols: dict[str, tuple[str, str]], names: list[str]) 
     field may be called as a ledger column is: LiteLLM's ``status``)."""
     tag = uuid.uuid4().hex[:8]
     inner = {c: f"_col{k}_{tag}" for k, c in enumerate(names)}
-    word = {h: re.compile(rf"(?<![A-Za-z0-9_]){re.escape(h)}(?![A-Za-z0-9_])") for h in names if h.startswith("_")}
+    # a hidden column named bare, as the adapters write them (a source field is always quoted: "_x")
+    word = {h: re.compile(rf"(?<![A-Za-z0-9_\"]){re.escape(h)}(?![A-Za-z0-9_\"])") for h in names if h.startswith("_")}
     reads = {c: {h for h, w in word.items() if h != c and w.search(cols[c][0])} for c in names}
     depth: dict[str, int] = {}
 
