@@ -72,7 +72,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
       product): `TASK_COUNTS` (small);
     - `FAILED_TASKS`: the tasks whose latest outcome is a failure;
     - `POOL_WEIGHTS`: the pools' token weights, when the policy has some;
-    - `GROUPS` (small): requests grouped by pool or provider, hour (day for provider requests),
+    - `REQUEST_PASS`: the one read of the period's requests, feeding both the request groups (with
+      the failed-task join) and the unknown tasks (the anti-join with `TASK_STATE`);
+    - `GROUPS` (small, `REQUEST_PASS`'s groups): requests grouped by pool or provider, hour (day for provider requests),
       tenant, product, model, work, and for provider requests region, service tier, price span and
       long-context band, with their weight (§4.2), tokens by bucket (uncached input, cached reads,
       5-minute and 1-hour cache writes, output and its reasoning part) and counts. Cache writes

@@ -17,6 +17,8 @@ Spark runs SQLGlot's transpilation (``read="duckdb", write="spark"``) with the t
 - ``epoch_us(t)`` (which SQLGlot leaves as it is) becomes Spark's ``unix_micros(t)``;
 - ``arg_max(x, y)`` becomes ``max_by(x, y)`` (SQLGlot's own), with ``x IS NOT NULL`` added to its
   FILTER: DuckDB's arg_max skips rows whose `x` is NULL, Spark's max_by returns that NULL.
+- ``WITH x AS MATERIALIZED (...)`` (DuckDB: one scan streamed to every reader of `x`) is a plain
+  ``WITH x AS (...)``: Spark has no such keyword, and plans each reader of a CTE itself.
 
 The rest is SQLGlot's own and right for Spark: ``x // y`` to ``x div y`` (integer division, a
 BIGINT, that errs on overflow under ANSI mode), ``make_timestamp(us)`` to ``timestamp_micros``,
@@ -280,13 +282,16 @@ def _is_hugeint(node) -> bool:
 
 
 def _spark_types_and_functions(node):
-    """HUGEINT is DECIMAL(38,0); epoch_us is unix_micros (renamed in place: its arguments are visited)."""
+    """HUGEINT is DECIMAL(38,0); epoch_us is unix_micros (renamed in place: its arguments are visited);
+    a CTE ``AS MATERIALIZED`` is a plain CTE."""
     from sqlglot import exp
 
     if _is_hugeint(node):
         return exp.DataType.build("DECIMAL(38,0)")
     if isinstance(node, exp.Anonymous) and node.name.lower() == "epoch_us":
         node.set("this", "unix_micros")
+    if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+        node.set("materialized", None)
     return node
 
 
