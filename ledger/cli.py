@@ -74,9 +74,9 @@ COMMANDS: tuple[Lazy, ...] = (
     Lazy("export", "ledger.export.cli",
          "Export an allocation run (the period's current run) as a workbook, CSV lines or FOCUS rows."),
     Lazy("demo", "ledger.demo.cli",
-         "Build a realistic month (October 2026) from the Azure LLM inference trace in a fresh ledger home: "
-         "tenants, products, two GPU pools, a provider model, meters, outcomes and charges; ingest, allocate "
-         "and print where the money went."),
+         "Build realistic months (August to October 2026, and November open up to the 12th) from the Azure "
+         "LLM inference trace in a fresh ledger home: tenants, products, two GPU pools, a provider model, "
+         "meters, outcomes, charges and budgets; ingest, allocate and print where October's money went."),
     Lazy("dashboard", "ledger.dashboard.cli",
          "Serve the dashboards (unit economics, bill reconciliation, tenants, workload, sizing and budget, "
          "forecast vs actual, price books) over LEDGER_HOME / LEDGER_DATABASE_URL."),

@@ -147,9 +147,9 @@ def demo_cmd(home: Optional[Path] = typer.Option(None, "--home", help="ledger ho
              as_csv: bool = typer.Option(False, "--csv", help="print where the money went as CSV, as `allocate "
                                                               "--csv` does: one row per kind, category and tenant")
              ) -> None:
-    """Build a realistic month (October 2026) from the Azure LLM inference trace in a fresh ledger home:
-    tenants, products, two GPU pools, a provider model, meters, outcomes and charges; ingest, allocate
-    and print where the money went. Refuses a home that already holds data unless --force, and a
+    """Build realistic months (August to October 2026, and November open up to the 12th) from the Azure
+    LLM inference trace in a fresh ledger home: tenants, products, two GPU pools, a provider model,
+    meters, outcomes, charges and budgets; ingest, allocate and print where October's money went. Refuses a home that already holds data unless --force, and a
     folder that is neither empty nor a ledger home, --force or not."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
