@@ -210,6 +210,19 @@ def statement_as_csv(st: Statement) -> str:
     return csv_text(CSV_COLUMNS, full, numeric=("amount", "successful_tasks", "cost_per_successful_task"))
 
 
+
+def _amounts(title: str, first: str, rows: list[tuple[str, Decimal]]) -> tuple[FitTable, list[Decimal]]:
+    """A table of named amounts with its total row, displayed so they add up (``display_column``);
+    also the displayed cells."""
+    cells, total = display_column([v for _, v in rows])
+    table = FitTable(title=title)
+    table.add_column(first, numeric=False)
+    table.add_column("amount")
+    for (name, _), c in zip(rows, cells):
+        table.add_row(name, money(c))
+    table.add_row("total", money(total))
+    return table, cells
+
 def statement_as_table(st: Statement):
     """The statement for a person (rich): the close and the run, then where the money went, by
     category and by tenant, each table display-rounded to add to its printed total."""
@@ -224,21 +237,8 @@ def statement_as_table(st: Statement):
                       f"{st.inputs_digest} · total {money(st.total, cur)} · failed work {money(st.failed_work, cur)}"),
             paragraph(f"reconciliation: {st.reconciliation.text}")]
     parts = [("tenants' own cost", st.tenants_cost), *st.off_tenant.items()]
-    cells, total = display_column([v for _, v in parts])
-    where = FitTable(title=f"where it went ({cur})")
-    where.add_column("part", numeric=False)
-    where.add_column("amount")
-    for (name, _), c in zip(parts, cells):
-        where.add_row(name, money(c))
-    where.add_row("total", money(total))
-    used = [(c, v) for c, v in st.by_category.items() if v != 0]
-    ccells, ctotal = display_column([v for _, v in used])
-    cats = FitTable(title=f"by category ({cur})")
-    cats.add_column("category", numeric=False)
-    cats.add_column("amount")
-    for (name, _), c in zip(used, ccells):
-        cats.add_row(name, money(c))
-    cats.add_row("total", money(ctotal))
+    where, cells = _amounts(f"where it went ({cur})", "part", parts)
+    cats, _ = _amounts(f"by category ({cur})", "category", [(c, v) for c, v in st.by_category.items() if v != 0])
     tcells, ttotal = display_column([x.cost for x in st.tenants], total=cells[0])
     per = unit_costs([x.cost_per_successful_task for x in st.tenants] + [st.all_in])
     ten = FitTable(title=f"tenants ({cur})", caption=f"own cost = {OWN_DEFINITION}; all-in = {ALL_IN_DEFINITION}")
