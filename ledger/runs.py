@@ -121,14 +121,21 @@ def write_run(s: Session, *, allocation: Allocation, inputs_digest: str, code_ve
                         total=allocation.total, summary=json.dumps(doc))
     s.add(run)
     s.flush()
-    rows = [{"run_id": run_id, "day": ln.day, "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
+    insert_lines(s, AllocationLine, {"run_id": run_id}, allocation.lines, allocation.currency)
+    return run
+
+
+def insert_lines(s: Session, table: type, parent: dict, lines: Sequence[Line], currency: str) -> None:
+    """Store an allocation's lines as rows of `table` (:class:`~ledger.models.AllocationLine` of a run,
+    or ``ScenarioLine`` of a what-if result: the same :class:`~ledger.models.LineColumns`) under
+    `parent` (its key column and value), in batches of 5,000 rows."""
+    rows = [{**parent, "day": ln.day, "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
              "model": ln.model, "pool": ln.pool, "provider": ln.provider, "category": ln.category, "work": ln.work,
              "shared_from": ln.shared_from, "quantity": ln.quantity, "unit": ln.unit, "amount": ln.amount,
-             "currency": allocation.currency} for ln in allocation.lines]
+             "currency": currency} for ln in lines]
     for i in range(0, len(rows), 5000):
-        s.execute(sa.insert(AllocationLine), rows[i:i + 5000])
+        s.execute(sa.insert(table), rows[i:i + 5000])
     s.flush()
-    return run
 
 
 # ---- reading runs ------------------------------------------------------------------------------

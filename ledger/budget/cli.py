@@ -42,6 +42,20 @@ _SCENARIOS_HELP = ("a scenario to budget, e.g. base; repeat it or give a comma l
                    "of the plan's")
 
 
+def _check_xlsx(xlsx: Optional[Path], locale: str) -> None:
+    """Refuse a workbook path or locale before any work (never the ledger's own DB or facts)."""
+    if xlsx is None:
+        return
+    from ..export.safe import OutputError, check_output_path
+    from ..export.xlsx import LocaleError, check_locale
+
+    try:
+        check_locale(locale)
+        check_output_path(xlsx)
+    except (LocaleError, OutputError) as e:
+        console.fail(str(e))
+
+
 def _index(plan, pricebooks: Optional[List[Path]]):
     from .. import pricebook, store
 
@@ -111,20 +125,14 @@ def forecast_cmd(plan: Path = typer.Argument(..., help="the plan (TOML), see doc
     """Size every pool month by month, price every month with the prices in force, per scenario, with
     quarterly subtotals; --from and --to show a window of the plan's months."""
     from .render import budget_as_csv, budget_as_json, budget_as_table
-    from ..export.safe import OutputError, check_output_path
-    from ..export.xlsx import LocaleError, check_locale
+    from ..export.safe import OutputError
 
     console.one_format(as_json, as_csv)
     first, last = console.month_window(first, last, "budget forecast")
     if old_scenarios is not None:
         console.deprecated("--scenarios", "--scenario")
         scenarios = [*(scenarios or []), old_scenarios]
-    if xlsx is not None:
-        try:
-            check_locale(locale)
-            check_output_path(xlsx)  # before any work: never the ledger's own DB or facts
-        except (LocaleError, OutputError) as e:
-            console.fail(str(e))
+    _check_xlsx(xlsx, locale)
     b = compute(plan, scenarios, pricebooks)
     if first is not None or last is not None:
         b = b.windowed(first, last)  # a BudgetError is printed by the root, one line per problem
@@ -187,15 +195,7 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
         console.fail(str(e))
     if percentile not in STATISTICS:
         console.fail(f"--percentile {percentile!r}: expected one of {', '.join(STATISTICS)}")
-    if xlsx is not None:
-        from ..export.safe import OutputError, check_output_path
-        from ..export.xlsx import LocaleError, check_locale
-
-        try:
-            check_locale(locale)
-            check_output_path(xlsx)  # before any work: never the ledger's own DB or facts
-        except (LocaleError, OutputError) as e:
-            console.fail(str(e))
+    _check_xlsx(xlsx, locale)
     b, index = _priced(plan, scenario, pricebooks)
     with console.Ledger() as s:
         try:

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from ..models import ScenarioLine, ScenarioRun, utcnow
+from ..runs import insert_lines
 from .records import ScenarioError, ScenarioResult
 from .render import whatif_as_json
 from .run import with_id
@@ -31,13 +32,7 @@ def write_scenario(s: Session, result: ScenarioResult, *, code_version: str) -> 
                       code_version=code_version[:40])
     s.add(row)
     s.flush()
-    rows = [{"scenario_id": result.id, "day": ln.day, "kind": ln.kind, "tenant": ln.tenant, "product": ln.product,
-             "model": ln.model, "pool": ln.pool, "provider": ln.provider, "category": ln.category, "work": ln.work,
-             "shared_from": ln.shared_from, "quantity": ln.quantity, "unit": ln.unit, "amount": ln.amount,
-             "currency": result.currency} for ln in alloc.lines]
-    for i in range(0, len(rows), 5000):
-        s.execute(sa.insert(ScenarioLine), rows[i:i + 5000])
-    s.flush()
+    insert_lines(s, ScenarioLine, {"scenario_id": result.id}, alloc.lines, result.currency)
     return result
 
 
