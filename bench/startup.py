@@ -4,11 +4,13 @@
 
 Issue 27's targets, measured in one run on one machine:
 
-- ``ledger --help`` (and every command's ``--help``) within 3x the floor ``python -c "import typer,
-  rich.console"``: the root lists its commands from a table and imports none of them;
+- ``ledger --help`` and a feature's own ``--help`` (``ledger ingest --help``, ``ledger report --help``)
+  within 3x the floor ``python -c "import typer, rich.console"``: the root lists its commands from a
+  table and imports none of them, and a feature's ``cli.py`` imports its stack inside its commands;
 - ``ledger runs``, ``ledger batches`` and ``ledger ingest requests`` of a one-row file within 2x the
   floor ``python -c "import duckdb, sqlalchemy, typer, rich.console"``: what a command that reads
-  the ledger DB and the facts cannot do without.
+  the ledger DB and the facts cannot do without (``runs`` and ``batches`` read through SQLAlchemy
+  Core, without SQLModel or DuckDB).
 
 Each figure is the wall time of a whole process (interpreter start, imports, the work, exit), the
 median of ``--repeat`` runs; the floors are run interleaved with the commands, so a machine whose
@@ -31,7 +33,8 @@ from pathlib import Path
 FLOOR_HELP = [sys.executable, "-c", "import typer, rich.console"]
 FLOOR_DB = [sys.executable, "-c", "import duckdb, sqlalchemy, typer, rich.console"]
 #: the same with SQLModel (pydantic under it), which the design card fixes for the store: every command
-#: that opens the ledger DB imports it, so this is printed too, for what is left above it
+#: that writes the ledger DB imports it (``runs`` and ``batches``, which only read, do not), so this is
+#: printed too, for what is left above it
 FLOOR_STORE = [sys.executable, "-c", "import duckdb, sqlalchemy, sqlmodel, typer, rich.console"]
 #: the installed `ledger` script beside this interpreter (what users run), else the module
 LEDGER = [str(Path(sys.executable).with_name("ledger"))] if Path(sys.executable).with_name("ledger").exists() \

@@ -130,6 +130,26 @@ class Ledger:
         return self._cm.__exit__(*exc)
 
 
+class Reading:
+    """`with Reading() as conn:` a checked connection for a command that only reads the ledger DB
+    through SQLAlchemy Core (:func:`ledger.store.reading`: the tables of :mod:`ledger.schema`, no
+    SQLModel), so that it starts without the ORM; nothing is committed. Refusals as :class:`Ledger`."""
+
+    def __enter__(self):
+        from . import store
+
+        self._cm = store.reading()
+        try:
+            return self._cm.__enter__()
+        except store.StoreError:
+            raise
+        except Exception as e:  # cannot connect, etc.
+            fail(f"cannot open the ledger DB ({config.database_url().split('@')[-1]}): {e}")
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
+
+
 #: The one meaning of --from and --to in every command that takes them, said by every help text.
 WINDOW = "the window from --from to --to: a month (YYYY-MM) is the whole month, an ISO 8601 instant is taken as given (the end excluded)"
 #: The help of --from and of --to: the same sentence in every command (a command may add a rule of its own after it).

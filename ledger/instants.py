@@ -18,3 +18,9 @@ def iso(at: None) -> None: ...
 def iso(at: datetime | None) -> str | None:
     """An aware instant in UTC, ISO 8601 with ``Z`` (``2026-10-01T00:00:00Z``); None as None."""
     return None if at is None else at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def period_label(start: datetime, end: datetime) -> dict[str, str]:
+    """``{"start": ISO, "end": ISO}`` of a period (end exclusive), as every report and JSON document
+    says one (the allocation's ``records.period_label`` gives the same)."""
+    return {"start": iso(start), "end": iso(end)}

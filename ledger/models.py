@@ -2,95 +2,20 @@
 
 Money columns use :class:`Money`: NUMERIC on PostgreSQL, a canonical decimal string on SQLite
 (which has no exact decimal type), and always ``Decimal`` in Python. Times use :class:`UTCDateTime`.
+Both are declared in :mod:`ledger.schema`, beside the Core descriptions of the tables that commands
+read without these classes (a test keeps them in step with the classes here).
 """
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
-from decimal import Decimal, localcontext
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Optional
 
 import sqlalchemy as sa
-from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from .schema import Money, UTCDateTime, one_of, utcnow  # noqa: F401  (the column types, declared there)
 from .vocab import Category, LineKind
-
-_PG_SCALE = Decimal("1e-12")
-
-
-class Money(TypeDecorator):
-    """An exact decimal: NUMERIC(38, 12) on PostgreSQL, TEXT on SQLite, never a float."""
-
-    impl = sa.String(64)
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect):
-        if dialect.name == "postgresql":
-            return dialect.type_descriptor(sa.Numeric(38, 12, asdecimal=True))
-        return dialect.type_descriptor(sa.String(64))
-
-    def process_bind_param(self, value, dialect):
-        if value is None:
-            return None
-        if not isinstance(value, Decimal):
-            if isinstance(value, float):
-                raise TypeError("Money columns refuse floats")
-            value = Decimal(value)
-        if not value.is_finite():
-            raise ValueError(f"Money columns refuse {value}")
-        if dialect.name == "postgresql":
-            # NUMERIC(38, 12) would round a 13th decimal place silently: refuse rather than lose it.
-            with localcontext() as ctx:
-                ctx.prec = 80
-                if value != value.quantize(_PG_SCALE):
-                    raise ValueError(f"Money column: {value} has more than 12 decimal places")
-            return value
-        return format(value, "f")
-
-    def process_result_value(self, value, dialect):
-        if value is None:
-            return None
-        d = value if isinstance(value, Decimal) else Decimal(str(value))
-        if dialect.name == "postgresql":
-            # NUMERIC(38, 12) pads to 12 places: give back the number as it was written (with
-            # precision for all 38 digits: the default context's 28 would round them).
-            with localcontext() as ctx:
-                ctx.prec = 80
-                d = d.normalize() if d != d.to_integral_value() else d.quantize(Decimal(1))
-        return d
-
-
-class UTCDateTime(TypeDecorator):
-    """A timezone-aware instant stored in UTC; always returned aware (SQLite drops the offset)."""
-
-    impl = sa.DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value, dialect):
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        value = value.astimezone(timezone.utc)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value, dialect):
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
-
-
-def one_of(column: str, values) -> str:
-    """The SQL of a CHECK that `column` holds one of `values` (texts of a closed set: no quote in them)."""
-    quoted = ", ".join(f"'{v}'" for v in values)
-    return f"{column} IN ({quoted})"
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
 
 class DimensionBase(SQLModel):
     name: str = Field(primary_key=True, max_length=200)

@@ -30,6 +30,7 @@ from .pricebook import Book, PriceIndex
 from .reconcile import BillMap, read_bill, true_up
 from .reconcile.coverage import priced_hours
 from .reconcile.targets import known_targets, unknown_targets
+from .runlist import is_true_up, newest_first, run_roles  # noqa: F401  (is_true_up, run_roles: said here too)
 
 
 class RunError(LedgerError, ValueError):
@@ -160,13 +161,9 @@ class StoredRun:
 
 
 def list_runs(s: Session, *, start: datetime | None = None, end: datetime | None = None) -> list[AllocationRun]:
-    """Runs, newest first; only those of the period ``[start, end)`` when given."""
-    q = select(AllocationRun)
-    if start is not None:
-        q = q.where(AllocationRun.period_start == start)
-    if end is not None:
-        q = q.where(AllocationRun.period_end == end)
-    return list(s.exec(q.order_by(AllocationRun.created_at.desc(), AllocationRun.id.desc())))
+    """Runs, newest first; only those of the period ``[start, end)`` when given (the order and the
+    filter of :func:`ledger.runlist.list_runs`, which ``ledger runs`` reads without these classes)."""
+    return list(s.exec(newest_first(select(AllocationRun), AllocationRun.__table__.c, start=start, end=end)))
 
 
 def _signed(s: Session, start: datetime, end: datetime) -> store.Closing | None:
@@ -190,31 +187,6 @@ def current_run(s: Session, *, start: datetime, end: datetime) -> AllocationRun 
         return get_run(s, signed.final_run)
     runs = list_runs(s, start=start, end=end)
     return runs[0] if runs else None
-
-
-def is_true_up(run: AllocationRun) -> bool:
-    """Whether the run is a true-up (``allocate --true-up``: its summary has a ``true_up`` part)."""
-    return bool(json.loads(run.summary).get("true_up"))
-
-
-def run_roles(runs: Sequence[AllocationRun], closings: dict[str, store.Closing]) -> dict[str, str]:
-    """What each run is in its period, by run id: ``final`` (the run a sign-off names), ``after
-    close`` (made after its period was signed: a true-up), ``superseded`` (any other run of a signed
-    period), ``current`` (the newest run of a period not signed) or ``""`` (an older run of such a
-    period). `closings` by month name (:func:`ledger.store.closings`)."""
-    roles: dict[str, str] = {}
-    seen: set[tuple[datetime, datetime]] = set()
-    for r in sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True):
-        c = closings.get(store.month_of(r.period_start))
-        month = c is not None and store.month_bounds(c.period) == (r.period_start, r.period_end)
-        if month and c.signed:
-            roles[r.id] = ("final" if r.id == c.final_run else
-                           "after close" if r.created_at > c.closed_at else "superseded")
-        else:
-            key = (r.period_start, r.period_end)
-            roles[r.id] = "" if key in seen else "current"
-            seen.add(key)
-    return roles
 
 
 def get_run(s: Session, run_id: str) -> AllocationRun:

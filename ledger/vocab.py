@@ -12,7 +12,9 @@ takes it from here:
   line category by :attr:`ChargeCategory.line_category` (``tools`` is booked as ``tool``);
 - :class:`ChargeRule` and :data:`TENANT_RULE`: how a charge is spread over tenants;
 - :class:`EngineName` and :class:`Dialect`: where the allocation's per-request SQL runs, and the
-  SQL dialect it is rendered in.
+  SQL dialect it is rendered in;
+- :data:`ADJUSTABLE`: the ingest kinds whose rows of a closed month may be booked into an open one
+  (``ingest --as-adjustment``).
 """
 from __future__ import annotations
 
@@ -101,3 +103,8 @@ class Dialect(StrEnum):
 
     DUCKDB = "duckdb"
     SPARK = "spark"
+
+
+#: The ingest kinds whose rows of a closed month may be booked into the current open month as an
+#: adjustment (``ledger ingest KIND --as-adjustment``; ``ledger.ingest.records`` says it too).
+ADJUSTABLE = ("requests", "meters", "outcomes", "bill")

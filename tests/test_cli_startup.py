@@ -93,3 +93,118 @@ def test_the_store_head_read_from_the_files_is_alembics():
     from ledger.store.db import alembic_config, head_revision
 
     assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+# ---- what the everyday commands import when they run (issue 27 item 1) ------------------------------
+
+#: What a command that only reads the ledger DB needs none of: SQLModel (pydantic and the ORM under
+#: it), DuckDB, the migrations' runtime, pint, numpy, pyarrow and the data frames.
+NOT_TO_READ = ("sqlmodel", "pydantic", "duckdb", "alembic", "pint", "numpy", "pyarrow", *HEAVY)
+#: What an ingest of a few rows and the check of its batch need none of: the units are those of
+#: `ledger.units`' table (no pint), the key hashes a Python set (no numpy), no Arrow, no migrations.
+NOT_TO_INGEST = ("alembic", "pint", "numpy", "pyarrow", "openpyxl", *HEAVY)
+
+
+def _ran(args: list[str]) -> list[str]:
+    """The packages of HEAVY, STACK and pydantic a fresh interpreter holds after `ledger ARGS` ran
+    (in the ledger of LEDGER_HOME and LEDGER_DATABASE_URL), the command having succeeded."""
+    code = ("from typer.testing import CliRunner\nfrom ledger.cli import app\n"
+            f"r = CliRunner().invoke(app, {args!r})\nassert r.exit_code == 0, r.output\n"
+            "import json, sys\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return sorted(set(json.loads(r.stdout.strip().splitlines()[-1])) & {*HEAVY, *STACK, "pydantic"})
+
+
+@pytest.fixture
+def a_ledger(ledger_home):
+    """A ledger with the shipped price books, a tenant and a product, a batch of one request, a run and a
+    signed month: what `runs` and `batches` list."""
+    from typer.testing import CliRunner
+
+    from ledger import store
+    from ledger.ingest import ingest
+    from ledger.models import AllocationRun
+
+    for args in (["pricebook", "load"], ["dims", "add", "tenant", "acme"], ["dims", "add", "product", "chat"]):
+        r = CliRunner().invoke(cli.app, args)
+        assert r.exit_code == 0, r.output
+    row = ledger_home / "one.csv"
+    row.write_text("request_id,occurred_at,tenant,product,model,provider,input_tokens,output_tokens,status\n"
+                   "r-0,2026-09-05T10:00:00Z,acme,chat,gpt-5-mini,openai,100,20,ok\n")
+    ingest("requests", [row])
+    start, end = store.month_bounds("2026-09")
+    with store.session() as s:
+        run = AllocationRun(id="r1", period_start=start, period_end=end, currency="USD", idle_policy="share",
+                            basis="tokens", inputs_digest="d" * 64, code_version="0.1", total=1, summary="{}")
+        s.add(run)
+        s.flush()
+        store.sign_off(s, name="2026-09", by="Dana Reyes", note="", run=run)
+    store.dispose_engines()
+    return ledger_home
+
+
+@pytest.mark.store
+@pytest.mark.parametrize("args", [["runs"], ["runs", "--json"], ["runs", "--period", "2026-09", "--csv"],
+                                  ["batches"], ["batches", "--json"]], ids=" ".join)
+def test_runs_and_batches_read_the_ledger_without_sqlmodel_duckdb_or_pint(a_ledger, args):
+    loaded = _ran(args)
+    assert "sqlalchemy" in loaded  # the ledger DB was read, through Core
+    assert not set(loaded) & set(NOT_TO_READ), f"ledger {' '.join(args)} imports {sorted(set(loaded) & set(NOT_TO_READ))}"
+
+
+@pytest.mark.store
+def test_a_one_row_ingest_and_its_check_import_no_pint_numpy_nor_arrow(a_ledger):
+    row = a_ledger / "another.csv"
+    row.write_text("request_id,occurred_at,tenant,product,model,provider,input_tokens,output_tokens,status\n"
+                   "r-1,2026-10-05T10:00:00Z,acme,chat,gpt-5-mini,openai,100,20,ok\n")
+    loaded = _ran(["ingest", "requests", str(row)])
+    assert "duckdb" in loaded  # the batch was read and written
+    assert not set(loaded) & set(NOT_TO_INGEST), f"a one-row ingest imports {sorted(set(loaded) & set(NOT_TO_INGEST))}"
+
+
+@pytest.mark.parametrize("args", [["ingest", "--help"], ["ingest", "requests", "--help"], ["batches", "--help"],
+                                  ["report", "--help"], ["runs", "--help"], ["check", "--help"], ["init", "--help"],
+                                  ["dims", "--help"]], ids=" ".join)
+def test_a_features_help_imports_none_of_its_stack(args):
+    assert _ran(args) == []
+
+
+def test_the_ingests_help_knows_each_adapters_kind():
+    """`ledger ingest KIND --help` lists the adapters of KIND from `ingest.cli.SOURCE_KINDS`, without
+    importing them: the table is the adapters' own."""
+    from ledger.ingest.cli import SOURCE_KINDS
+    from ledger.ingest.sources import SOURCES
+
+    assert SOURCE_KINDS == {name: adapter.KIND for name, adapter in SOURCES.items()}
+
+
+def test_the_ingests_adjustable_kinds_are_one_set():
+    from ledger import vocab
+    from ledger.ingest import ADJUSTABLE
+    from ledger.ingest.cli import KINDS_HELP
+
+    assert ADJUSTABLE is vocab.ADJUSTABLE and set(ADJUSTABLE) <= set(KINDS_HELP)
+
+
+def test_the_light_period_label_is_the_allocations():
+    """`ledger runs` labels a period with `instants.period_label` (it does not import the allocation);
+    the allocation's `records.period_label` says the same, at any instant in any zone."""
+    from datetime import datetime, timedelta, timezone
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ledger.allocate.records import period_label as allocations
+    from ledger.instants import period_label
+
+    zones = st.sampled_from([timezone.utc, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))])
+
+    instants = st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=zones)
+
+    @settings(max_examples=50, deadline=None)
+    @given(instants, instants)
+    def agree(start, end):
+        assert period_label(start, end) == allocations(start, end)
+
+    agree()

@@ -627,9 +627,10 @@ def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
     assert {("ingested", "one pass"), ("ingested", "fast, then careful")} <= seen, seen
 
 
-def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
-    """The key check's two sorts (numpy up to NUMPY_SORT_MAX_ROWS, DuckDB's above) find a repeated
-    value exactly when there is one: hand-made cases, then random lists with and without repeats."""
+def test_hash_repeats_found_by_a_set_by_numpy_and_by_duckdb_alike():
+    """The key check's three ways (a Python set up to SET_MAX_ROWS, numpy's sort up to
+    NUMPY_SORT_MAX_ROWS, DuckDB's above) find a repeated value exactly when there is one: hand-made
+    cases, then random lists with and without repeats."""
     from unittest import mock
 
     from hypothesis import given, settings
@@ -640,18 +641,21 @@ def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
 
     con = duckdb.connect()
 
-    def both(values: list[int]) -> tuple[bool, bool]:
+    def each(values: list[int]) -> tuple[bool, bool, bool]:
         con.execute("CREATE OR REPLACE TEMP TABLE v AS SELECT unnest(?::UBIGINT[]) AS h", [values])
         sql = "SELECT h FROM v"
-        by_numpy = li.hashes_repeat(con, sql, len(values))
-        with mock.patch.object(dedupe, "NUMPY_SORT_MAX_ROWS", 0):
-            by_duckdb = li.hashes_repeat(con, sql, len(values))
-        return by_numpy, by_duckdb
+        assert len(values) <= dedupe.SET_MAX_ROWS
+        by_set = li.hashes_repeat(con, sql, len(values))
+        with mock.patch.object(dedupe, "SET_MAX_ROWS", 0):
+            by_numpy = li.hashes_repeat(con, sql, len(values))
+            with mock.patch.object(dedupe, "NUMPY_SORT_MAX_ROWS", 0):
+                by_duckdb = li.hashes_repeat(con, sql, len(values))
+        return by_set, by_numpy, by_duckdb
 
-    assert both([7]) == (False, False)
-    assert both([1, 2, 3, 2**64 - 1]) == (False, False)
-    assert both([2**64 - 1, 5, 2**64 - 1]) == (True, True)  # the largest value, not adjacent in input order
-    assert both([0, 0]) == (True, True)
+    assert each([7]) == (False, False, False)
+    assert each([1, 2, 3, 2**64 - 1]) == (False, False, False)
+    assert each([2**64 - 1, 5, 2**64 - 1]) == (True, True, True)  # the largest value, not adjacent in input order
+    assert each([0, 0]) == (True, True, True)
 
     @settings(max_examples=60, deadline=None)
     @given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200), st.data())
@@ -659,7 +663,7 @@ def test_hash_repeats_found_by_numpy_and_by_duckdb_alike():
         if data.draw(st.booleans()):  # plant a repeat
             values = values + [data.draw(st.sampled_from(values))]
         expected = len(set(values)) < len(values)
-        assert both(values) == (expected, expected)
+        assert each(values) == (expected, expected, expected)
 
     agree()
 
@@ -668,6 +672,7 @@ def test_duplicates_inside_one_file_on_the_duckdb_sort(ledger_home, tmp_path, mo
     """A batch above NUMPY_SORT_MAX_ROWS has its key hashes sorted by DuckDB: same counts, same conflict."""
     from ledger.ingest import dedupe
 
+    monkeypatch.setattr(dedupe, "SET_MAX_ROWS", 0)
     monkeypatch.setattr(dedupe, "NUMPY_SORT_MAX_ROWS", 0)
     register("acme")
     same = write(tmp_path / "same.csv", REQ_HEADER + "\n" + OK_ROW + "\n" + OK_ROW + "\n")

@@ -102,3 +102,106 @@ def test_unit_error_is_a_value_error():
 
 def test_one_registry():
     assert units.registry() is units.registry()
+
+
+# ---- the table of known units (answered without pint) agrees with pint ------------------------------
+
+def _pint_dims(expr: str) -> dict[str, int]:
+    return {d: int(e) for d, e in units.parse(expr).dimensionality.items()}
+
+
+def _close(exact: Decimal, pints: Decimal) -> bool:
+    """The table's exact value beside pint's, which its Decimal context rounds to 28 significant
+    digits on the way (a month squared is 6915848039999.999999999999999 there)."""
+    return exact == pints or abs(exact - pints) <= abs(pints) * Decimal("1e-26")
+
+
+@pytest.mark.parametrize("name", sorted(units.KNOWN))
+def test_each_known_unit_is_pints_size_and_dimension(name):
+    size, dim = units.KNOWN[name]
+    q = units.parse(name)
+    assert _pint_dims(name) == {dim: 1}
+    assert Decimal(str(q.to_base_units().magnitude)) == size
+    assert units.known(name) is not None
+
+
+def _shipped_unit_texts() -> set[str]:
+    """Every `per`, `unit` and `term` of the shipped price books, the examples and the scenarios."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    found = set()
+    for folder in ("pricebooks", "examples", "scenarios"):
+        for path in (root / folder).rglob("*.toml"):
+            found |= set(re.findall(r'^\s*(?:per|unit|term)\s*=\s*"([^"]*)"', path.read_text(encoding="utf-8"), re.M))
+    return found
+
+
+def test_every_unit_of_the_shipped_books_and_examples_is_known_and_agrees_with_pint():
+    texts = _shipped_unit_texts()
+    assert {"gpu * hour", "1e6 * token", "GB * month", "8760 hour"} <= texts
+    for expr in sorted(texts):
+        k = units.known(expr)
+        assert k is not None, f"{expr!r} goes to pint: add its names to units.KNOWN"
+        q = units.parse(expr)
+        assert units.dimensions(expr) == _pint_dims(expr), expr
+        assert units.magnitude(expr) == q.magnitude, expr
+        assert k[0] * k[2] == Decimal(str(q.to_base_units().magnitude)), expr
+
+
+def test_the_known_units_answer_as_pint_on_random_products():
+    """Products of scales and known names (with ``*`` or a space), any order: the same dimensions,
+    scale and size as pint's, and a duration in a per-time unit equal to pint's factor."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    names = sorted(units.KNOWN)
+    scale = st.sampled_from(["1", "1000", "1e6", "1e5", "2.5", "8760", "0.5"])
+    part = st.one_of(st.sampled_from(names), scale)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(part, min_size=1, max_size=4), st.booleans())
+    def agree(parts, spaced):
+        expr = (" " if spaced else " * ").join(parts)
+        k = units.known(expr)
+        if not any(p in units.KNOWN for p in parts):
+            assert k is None  # no name: pint says what it is
+            return
+        q = units.parse(expr)
+        assert units.dimensions(expr) == _pint_dims(expr)
+        assert units.magnitude(expr) == q.magnitude
+        assert _close(k[0] * k[2], Decimal(str(q.to_base_units().magnitude)))
+
+    agree()
+
+
+@pytest.mark.parametrize("term, per", [("8760 hour", "gpu * hour"), ("8760 hour", "gpu * second"),
+                                       ("365 day", "gpu * hour"), ("1 year", "gpu * hour"), ("30 day", "GB * month"),
+                                       ("1 week", "1000 * gpu * hour"), ("1 minute", "gpu * hour"),
+                                       ("8760 hour", "GiB * day")])
+def test_a_duration_in_a_per_time_unit_is_pints_factor(term, per):
+    assert _close(units.duration_in(term, per), units.factor(term, units.time_part(per)))
+
+
+@pytest.mark.parametrize("expr", ["1e6 * token / hour", "token ** 2", "furlong", "1000", "* token", "token *",
+                                  "gpu*hour", "USD", "1e999999999 * token", "1e99999999999999 * gpu * hour"])
+def test_what_the_table_does_not_know_goes_to_pint(expr):
+    if expr == "gpu*hour":  # no spaces around * is still a product of known names
+        assert units.known(expr) is not None
+        return
+    assert units.known(expr) is None
+    try:
+        expected = _pint_dims(expr)
+    except UnitError:
+        with pytest.raises(UnitError):
+            units.dimensions(expr)
+        return
+    assert units.dimensions(expr) == expected
+
+
+@pytest.mark.parametrize("value", [None, 5, ["token"], {"a": 1}])
+def test_what_is_not_text_is_refused_as_before(value):
+    assert units.known(value) is None
+    with pytest.raises(UnitError):
+        units.dimensions(value)

@@ -7,8 +7,6 @@ from typing import Optional
 import typer
 
 from .. import console
-from .findings import check_ledger
-from .render import findings_as_csv, findings_as_json, findings_as_table, summary_line
 
 
 def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calendar month, e.g. 2026-10 (default: "
@@ -19,6 +17,9 @@ def check_cmd(period: Optional[str] = typer.Option(None, "--period", help="calen
               as_csv: bool = typer.Option(False, "--csv", help="the findings as CSV on stdout"),
               as_table: bool = typer.Option(False, "--table", help="the findings as a table on stdout")) -> None:
     """Pre-flight of the facts against the price books (usages with no price, pools without fleet...): exit 1 if any."""
+    from .findings import check_ledger  # the check's stack (DuckDB, the allocation's lookups) when it runs
+    from .render import findings_as_csv, findings_as_json, findings_as_table, summary_line
+
     console.one_format(as_json, as_csv)
     if as_table and (as_json or as_csv):
         console.fail("give one of --json, --csv or --table")

@@ -10,11 +10,19 @@ import typer
 from rich.text import Text
 
 from .. import config
-from ..check import check_ledger
-from ..console import Ledger, err, fail, one_format, out, plural, print_csv, print_json
+from ..console import Ledger, Reading, err, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
 from ..tables import FitTable
-from . import ADJUSTABLE, ingest, list_batches, undo_batch
+from ..vocab import ADJUSTABLE
+
+# The ingest's stages (DuckDB, SQLModel, the checks, the adapters) are imported by the commands that
+# run them, not with this module: `ledger batches` and `ledger ingest --help` start without them
+# (docs/scale.md, "Startup"; tests/test_cli_startup.py).
+
+#: source -> the kind of rows its adapter gives (``ingest KIND --source SOURCE``), for the help
+#: written without importing the adapters; tests/test_cli_startup.py checks it against
+#: ``ledger.ingest.sources.SOURCES``
+SOURCE_KINDS = {"litellm": "requests", "langfuse": "requests", "otel": "requests", "langfuse-scores": "outcomes"}
 
 KINDS_HELP = {
     "requests": "per-request usage (one row per LLM call)",
@@ -43,6 +51,8 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
 
         def on_step(message: str) -> None:
             progress.update(task, description=f"ingest {kind}: {message}", total=None, completed=0)
+
+        from . import ingest
 
         home = config.home()  # the ledger, resolved once here and passed down
         opts = dict(fmt=fmt, register_new=register_new, dry_run=dry_run, as_adjustment=as_adjustment,
@@ -119,6 +129,8 @@ def _batch_warnings(result, home: Path) -> list[str]:
     and stays (the price may be loaded later), so they never change the exit code (docs/check.md)."""
     if result.dry_run or not result.batch_id or not result.rows_new:
         return []
+    from ..check import check_ledger
+
     try:
         with Ledger() as s:
             report = check_ledger(s, batch=result.batch_id, home=home)
@@ -132,10 +144,8 @@ def _one_of(names: list[str]) -> str:
 
 
 def _sources_of(kind: str) -> list[str]:
-    """The other tools' exports `ingest KIND --source` reads (ledger.ingest.sources)."""
-    from .sources import SOURCES
-
-    return [name for name, adapter in SOURCES.items() if adapter.KIND == kind]
+    """The other tools' exports `ingest KIND --source` reads (ledger.ingest.sources: :data:`SOURCE_KINDS`)."""
+    return [name for name, given in SOURCE_KINDS.items() if given == kind]
 
 
 def register(app: typer.Typer) -> None:
@@ -192,9 +202,11 @@ def register(app: typer.Typer) -> None:
         """List ingest batches."""
         if ctx.invoked_subcommand:
             return
+        from .batches import list_batches
+
         one_format(as_json, as_csv)
-        with Ledger() as s:
-            rows = list_batches(s)
+        with Reading() as conn:  # Core over the table: no SQLModel, no ingest stages to start
+            rows = list_batches(conn)
         data = [{"id": b.id, "kind": b.kind, "created_at": b.created_at.isoformat(), "rows_read": b.rows_read,
                  "rows_new": b.rows_new, "rows_duplicate": b.rows_duplicate,
                  "first_at": b.first_at.isoformat() if b.first_at else None,
@@ -213,6 +225,8 @@ def register(app: typer.Typer) -> None:
     def undo(batch_id: str = typer.Argument(..., help="the batch id, as `ledger batches` lists it")) -> None:
         """Remove a batch whose period is open (to correct rows: undo their batch, then ingest the corrected
         file again)."""
+        from . import undo_batch
+
         with Ledger() as s:
             b = undo_batch(s, batch_id, home=config.home())
         out.print(f"batch {b.id} ({b.kind}, {plural(b.rows_new, 'row')}) removed")

@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
-from sqlmodel import select
 
 from .. import config, duck, facts, facts_layout, store
 from ..config import Home
@@ -278,10 +277,6 @@ def _extent(con, kind: str, files: list[Path]) -> tuple[datetime | None, datetim
 
 
 # ---- batches ------------------------------------------------------------------------------------
-
-def list_batches(s) -> list[IngestBatch]:
-    return list(s.exec(select(IngestBatch).order_by(IngestBatch.created_at)))
-
 
 def undo_batch(s, batch_id: str, *, home: Home | None = None) -> IngestBatch:
     """Remove a committed batch whose period(s) are open: the DB row first (the commit point), then its

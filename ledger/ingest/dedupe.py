@@ -99,14 +99,21 @@ def _dedupe(con, kind: str, files: Sequence[ReadFile], existing: list[Path], s) 
 
 
 NUMPY_SORT_MAX_ROWS = 30_000_000  # 240 MB of hashes; above it, DuckDB's sort (which can spill) decides
+#: Up to this many rows the hashes are a Python set: fetching them costs less than importing numpy
+#: (about 0.1 s of a small batch's command: docs/scale.md, "Startup")
+SET_MAX_ROWS = 20_000
 
 
 def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
     """True when some value of the one UBIGINT column of `hashes_sql` (`rows` rows) appears twice.
 
-    Sorted, a repeat sits next to its twin. Up to NUMPY_SORT_MAX_ROWS the values are fetched
-    into an array and sorted by numpy (a vectorized sort: 10M values in about 0.1 s, against
-    0.5 s for DuckDB's sort of them); above it, DuckDB sorts them and compares neighbours."""
+    Up to SET_MAX_ROWS the values are fetched into a Python set, which is smaller than the list
+    when one repeats. Sorted, a repeat sits next to its twin: up to NUMPY_SORT_MAX_ROWS the values
+    are fetched into an array and sorted by numpy (a vectorized sort: 10M values in about 0.1 s,
+    against 0.5 s for DuckDB's sort of them); above it, DuckDB sorts them and compares neighbours."""
+    if rows <= SET_MAX_ROWS:
+        values = [h for (h,) in con.execute(hashes_sql).fetchall()]
+        return len(set(values)) < len(values)
     if rows <= NUMPY_SORT_MAX_ROWS:
         import numpy as np
 

@@ -10,6 +10,7 @@ import duckdb
 
 from ..errors import LedgerError, Problem
 from ..facts_layout import FACT_PARQUET
+from ..vocab import ADJUSTABLE  # noqa: F401  (the kinds booked as adjustments: a closed set)
 
 #: Extension -> format (a ``.gz`` after it is gzip, told by the file's bytes: ledger.ingest.shapes).
 #: JSON of every shape (JSON Lines, an array of objects, objects over many lines) is the format ``jsonl``.
@@ -19,7 +20,6 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "js
 FORMAT_NAMES = {"csv": "csv", "parquet": "parquet", "jsonl": "jsonl", "json": "jsonl"}
 MAX_PROBLEMS = 50
 MAX_LINE_BYTES = 1 << 20
-ADJUSTABLE = ("requests", "meters", "outcomes", "bill")
 # Parquet 2 encodings (delta-packed integers and instants) with zstd at level 1 write in half the
 # time of DuckDB's defaults (Parquet 1, zstd level 3) for files of about the same size.
 PARQUET_OPTIONS = FACT_PARQUET  # one definition for ingest and the migration of a home (facts_layout)

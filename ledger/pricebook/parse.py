@@ -253,16 +253,16 @@ def _parse_price(raw: object, i: int, book: str, version: str, book_currency: st
 
 def _check_per(meter: str, per: str, fail) -> None:
     """A price's `per`: a unit the ledger meters, of the dimension its meter needs (`fail` each problem)."""
-    try:
-        per_q = units.parse(per)
+    try:  # by ledger.units' table of known units where it can, without pint
+        dims = units.dimensions(per)
         if meter in GPU_METERS and not units.is_dimension(per, "gpu * hour"):
             fail(f"per {per!r} is not GPU-time: a {meter} price must be per gpu * time (e.g. \"gpu * hour\")")
         elif meter in TOKEN_METERS and not units.is_dimension(per, "token"):
             fail(f"per {per!r} is not tokens: a {meter} price must be per tokens (e.g. \"1e6 * token\")")
-        elif not per_q.dimensionality or set(per_q.dimensionality) - METERED_DIMENSIONS:
-            fail(f"per {per!r} ({per_q.dimensionality}) is not something the ledger meters: use gpu, token,"
+        elif not dims or set(dims) - METERED_DIMENSIONS:
+            fail(f"per {per!r} ({units.dimensionality(per)}) is not something the ledger meters: use gpu, token,"
                  " request, call, span, bytes (GB, GiB) and time")
-        elif per_q.magnitude <= 0:
+        elif units.magnitude(per) <= 0:
             fail(f"per {per!r} is not a positive amount")
     except units.UnitError as e:
         fail(f"per: {e}")
@@ -331,12 +331,12 @@ def _upfront(raw: dict, price, per: str, fail) -> tuple:
             try:
                 if not units.is_dimension(term, "hour"):
                     fail(f"term {term!r} is not a duration")
-                elif not units.parse(per).dimensionality.get("[time]"):
+                elif not units.dimensions(per).get("[time]"):
                     fail(f"an upfront amount needs a per-time price; per {per!r} has no time")
                 elif upfront is not None and not isinstance(price, str):
                     # upfront is per (per's non-time part) for the whole term: spread it over the term
                     # expressed in per's time unit. gpu*hour with term 8760 hour -> upfront / 8760.
-                    term_in_per = units.factor(term, _time_part(per))
+                    term_in_per = units.duration_in(term, per)
                     if term_in_per <= 0:
                         fail(f"term {term!r} is not positive")
                     else:
@@ -371,14 +371,6 @@ def _unused(meter: str, option: str, provider: str) -> list[str]:
         out.append(f"purchase_option {option!r}: meter {meter} is looked up with purchase option * (options apply "
                    "to gpu_time, and as service tiers to token meters), so this price would never be used")
     return out
-
-
-def _time_part(per: str) -> str:
-    """The time unit of a per-time expression: ``gpu * hour`` -> ``hour`` (with its scale)."""
-    q = units.parse(per)
-    time_units = [(u, e) for u, e in q.unit_items() if units.registry().parse_units(u).dimensionality.get("[time]")]
-    expr = " * ".join(f"{u} ** {e}" for u, e in time_units)
-    return f"{q.magnitude} * {expr}" if q.magnitude != 1 else expr
 
 
 def _parse_fx(raw: object, i: int, book: str, version: str, err) -> FxRate | None:

@@ -6,19 +6,21 @@ from typing import Optional
 
 import typer
 
-from .. import console, runs, store
+from .. import console, store
 from ..money import fmt
-from . import (BY, run_data_of_stored, runs_as_json, tenants_as_csv, tenants_as_table, unit_economics,
-               unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table)
-from ..guardrails.book import budget_books
-from .budgets import with_budgets
-from .render import runs_as_table
+
+# The reports' stack (the economics, the runs, the allocation, the budgets) is imported by the commands
+# that use it, not with this module: `ledger runs` and `ledger report --help` start without it
+# (docs/scale.md, "Startup"; tests/test_cli_startup.py).
 
 report_app = typer.Typer(help="Unit-economics reports over the current allocation run of a period.",
                          no_args_is_help=True)
 
 
 def _load(s, period, frm, to, run_id):
+    from .. import runs
+    from . import run_data_of_stored
+
     if run_id:
         stored = runs.load_run(s, run_id=run_id)
     else:
@@ -61,6 +63,10 @@ def unit_economics_cmd(period: Optional[str] = typer.Option(None, "--period", he
                        as_csv: bool = typer.Option(False, "--csv", help=_CSV)) -> None:
     """Cost, failed work, shared idle (under idle policy share), tokens, tasks and cost per success by tenant,
     product or model."""
+    from ..guardrails.book import budget_books
+    from . import BY, unit_economics, unit_economics_as_csv, unit_economics_as_json, unit_economics_as_table
+    from .budgets import with_budgets
+
     console.one_format(as_json, as_csv)
     if by not in BY:
         console.fail(f"--by {by!r}: expected one of {', '.join(BY)}")
@@ -103,6 +109,10 @@ def tenants_cmd(period: Optional[str] = typer.Option(None, "--period", help=_PER
                                             help="print one row per metric, a column per tenant, as CSV")
                 ) -> None:
     """Tenants side by side: share of GPU, cost per success, failure rate, $/1M active tokens."""
+    from ..guardrails.book import budget_books
+    from . import tenants_as_csv, tenants_as_table, unit_economics, unit_economics_as_json
+    from .budgets import with_budgets
+
     console.one_format(as_json, as_csv)
     with console.Ledger() as s:
         data = _load(s, period, frm, to, run_id)
@@ -152,6 +162,7 @@ def trend_cmd(frm: str = typer.Option(..., "--from", help=_FROM + _BY_MONTH),
                                                                "model as CSV")) -> None:
     """Month over month: each month's current run, cost, successes, both costs per successful task and
     the change from the month before; a month with no run is listed as such."""
+    from . import BY
     from .trend import load_trend, trend_as_csv, trend_as_json, trend_as_table
 
     console.one_format(as_json, as_csv)
@@ -168,13 +179,16 @@ def runs_cmd(period: Optional[str] = typer.Option(None, "--period", help="only r
              as_json: bool = typer.Option(False, "--json", help="print the runs as JSON (totals as decimal strings)"),
              as_csv: bool = typer.Option(False, "--csv", help="print one row per run as CSV")) -> None:
     """Allocation runs, newest first, each with its period's close (open, or closed by whom, final run)."""
+    from ..runlist import list_runs
+    from .listing import runs_as_json, runs_as_table
+
     console.one_format(as_json, as_csv)
     start = end = None
     if period:
         start, end = console.period_bounds(period, None, None)
-    with console.Ledger() as s:
-        found = runs.list_runs(s, start=start, end=end)
-        closings = store.closings(s, {store.month_of(r.period_start) for r in found})
+    with console.Reading() as conn:  # Core over the tables: no SQLModel, no allocation to start
+        found = list_runs(conn, start=start, end=end)
+        closings = store.closings(conn, {store.month_of(r.period_start) for r in found})
     data = runs_as_json(found, closings)
     if as_json:
         console.print_json(data)
@@ -200,6 +214,8 @@ def close_cmd(period: str = typer.Option(..., "--period", help="the month to clo
     From then on an ingest that touches the month is refused (or booked into an open month with
     --as-adjustment), the month is not allocated again (a difference with the bill is a true-up run,
     listed beside the final run), and every report, workbook and dashboard page says who closed it."""
+    from .. import runs
+
     store.month_bounds(period)  # a period that is no month is refused first, as every command does
     if by is None:
         console.fail("--by: who signs the month off is required (e.g. --by 'Dana Reyes'): the close records "
@@ -227,7 +243,7 @@ def statement_cmd(period: Optional[str] = typer.Option(None, "--period", help=_P
     One page (--pdf FILE): the total; by category; idle, unallocated and failed work; each tenant's
     cost and cost per successful task beside the all-in figure; the run, its price books and inputs
     digest; the reconciliation with the bill; and who closed the period (or that it is open)."""
-    from .. import config
+    from .. import config, runs
     from ..outputs import check_outputs
     from .statement import statement_as_csv, statement_as_json, statement_as_table, statement_for
 

@@ -7,13 +7,10 @@ outcomes it counts. Money is formatted here, at the edge, never in the core. CSV
 from __future__ import annotations
 
 import io
-import json
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 
 from rich.console import Group
-from rich.text import Text
 
 from ..allocate import CATEGORIES, period_label
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
@@ -21,11 +18,9 @@ from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, 
 from ..drilldown import row_label
 from .budgets import OF_BUDGET, budget_columns, budget_entry
 from ..formats import count, display_column, display_table, money, percent, plural, unit_costs
-from ..instants import iso
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
-from ..runs import is_true_up, run_roles
-from ..store import Closing, month_bounds, month_of
+from .listing import runs_as_json, runs_as_table  # noqa: F401  (`ledger runs`: said there, without the reports)
 from ..tables import FitTable, paragraph
 
 
@@ -397,48 +392,6 @@ def tenants_as_table(report: Report) -> FitTable:
     for metric, values in cells.items():
         t.add_row(metric, *values)
     return t
-
-
-def runs_as_table(data: list[dict]) -> FitTable:
-    """`ledger runs` for a person, from :func:`runs_as_json` (newest first): each run's kind
-    (allocation or true-up) and role (the current run of an open period, the final run of a signed
-    one, a true-up after close, superseded), totals as money with the run's currency; the caption
-    says each period's close: "closed by NAME at T, final run R" or "open"."""
-    closes = {}
-    for d in data:
-        closes.setdefault(f"{d['period']['start']} to {d['period']['end']}", d["close"]["text"])
-    caption = "\n".join(f"{p}: {c}" for p, c in closes.items()) or None
-    t = FitTable(title=f"runs ({count(len(data))})", split=1, caption=caption)
-    t.add_column("run", numeric=False)
-    for col, numeric in (("period", False), ("created", False), ("kind", False), ("idle", False), ("basis", False),
-                         ("total", True), ("price books", False), ("code", False)):
-        t.add_column(col, numeric=numeric)
-    for d in data:
-        mark = f" ({d['role']})" if d["role"] else ""
-        t.add_row(Text(d["run_id"] + mark), f"{d['period']['start']} to {d['period']['end']}", d["created_at"],
-                  d["kind"], d["idle_policy"], d["basis"], money(Decimal(d["total"]), d["currency"]),
-                  Text(", ".join(d["price_books"])), Text(d["code_version"]))
-    return t
-
-
-def runs_as_json(runs: Iterable, closings: Mapping[str, Closing] | None = None) -> list[dict]:
-    """`ledger runs --json`: one entry per run, newest first, with its `kind` (``allocation`` or
-    ``true-up``), its `role` in its period (``current``, ``final``, ``after close``, ``superseded`` or
-    empty: :func:`ledger.runs.run_roles`) and its period's `close` (:meth:`ledger.store.Closing.as_json`;
-    `closings` by month name, default every period open)."""
-    runs = list(runs)
-    closings = dict(closings or {})
-    roles = run_roles(runs, closings)
-    out = []
-    for r in runs:
-        month = month_of(r.period_start)
-        closing = closings.get(month) if month_bounds(month) == (r.period_start, r.period_end) else None
-        out.append({"run_id": r.id, "period": period_label(r.period_start, r.period_end),
-                    "created_at": iso(r.created_at), "kind": "true-up" if is_true_up(r) else "allocation",
-                    "role": roles[r.id], "currency": r.currency, "idle_policy": r.idle_policy, "basis": r.basis,
-                    "total": fmt(r.total), "price_books": json.loads(r.price_books), "code_version": r.code_version,
-                    "inputs_digest": r.inputs_digest, "close": (closing or Closing(period=month)).as_json()})
-    return out
 
 
 def summary_as_table(doc: dict) -> Group:

@@ -10,7 +10,7 @@ from .. import config
 from ..console import Ledger, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
 from ..tables import FitTable
-from . import DIM_MODELS, add_dim, add_dim_rows, init_store, list_dims, read_dims_csv
+from .. import store  # its names imported when a command uses them: `--help` needs none (ledger.store)
 
 dims_app = typer.Typer(help="Tenants and products (controlled dimensions).", no_args_is_help=True)
 
@@ -18,7 +18,7 @@ dims_app = typer.Typer(help="Tenants and products (controlled dimensions).", no_
 def init() -> None:
     """Create or upgrade the ledger store (Alembic upgrade head). Running it twice changes nothing."""
     try:
-        before, after = init_store()
+        before, after = store.init_store()
     except Exception as e:
         fail(f"cannot initialize the ledger DB: {e}")
     config.facts_dir().mkdir(parents=True, exist_ok=True)
@@ -32,7 +32,7 @@ def init() -> None:
 
 def _dim_kind(kind: str) -> str:
     k = kind.rstrip("s")
-    if k not in DIM_MODELS:
+    if k not in store.DIM_MODELS:
         fail(f"kind {kind!r}: expected tenant or product")
     return k
 
@@ -48,7 +48,7 @@ def dims_add(kind: str = typer.Argument(..., help="tenant or product"),
     and no control character. A refused name changes nothing."""
     k = _dim_kind(kind)
     with Ledger() as s:
-        added = add_dim(s, kind=k, name=name, display_name=display_name, owner=owner)
+        added = store.add_dim(s, kind=k, name=name, display_name=display_name, owner=owner)
     out.print(f"{k} {name} {'added' if added else 'already registered'}", markup=False)
 
 
@@ -61,7 +61,7 @@ def dims_list(kind: str = typer.Argument(..., help="tenant or product"),
     one_format(as_json, as_csv)
     k = _dim_kind(kind)
     with Ledger() as s:
-        rows = list_dims(s, kind=k)
+        rows = store.list_dims(s, kind=k)
     data = [{"name": r.name, "display_name": r.display_name, "owner": r.owner} for r in rows]
     if as_json:
         print_json(data)
@@ -84,11 +84,11 @@ def dims_import(kind: str = typer.Argument(..., help="tenant or product"),
     """Register tenants or products from a CSV (all or nothing: one line per problem, file, line and
     column, and nothing registered when there is any)."""
     k = _dim_kind(kind)
-    rows, errors = read_dims_csv(file)
+    rows, errors = store.read_dims_csv(file)
     if errors:
         fail(errors)
     with Ledger() as s:
-        added = add_dim_rows(s, kind=k, rows=rows)
+        added = store.add_dim_rows(s, kind=k, rows=rows)
     out.print(f"{file}: {plural(len(rows), k)} read, {added:,} added, {len(rows) - added:,} already registered",
               markup=False)
 

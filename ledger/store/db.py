@@ -1,4 +1,5 @@
-"""The ledger DB: engines per URL, sessions that commit or roll back, Alembic migrations."""
+"""The ledger DB: engines per URL, sessions that commit or roll back, checked connections that only
+read (:func:`reading`: SQLAlchemy Core, no SQLModel), Alembic migrations."""
 from __future__ import annotations
 
 import re
@@ -9,13 +10,14 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from typing import TYPE_CHECKING
-from sqlmodel import Session, create_engine
 
 from .. import config
 from ..errors import LedgerError
 
-if TYPE_CHECKING:  # Alembic is imported by what migrates the store, not by every command that reads it
+if TYPE_CHECKING:  # Alembic is imported by what migrates the store, not by every command that reads it;
+    # SQLModel (pydantic, the ORM) by what opens a session, not by what reads through Core (`reading`)
     from alembic.config import Config
+    from sqlmodel import Session
 
 
 class StoreError(LedgerError, ValueError):
@@ -44,7 +46,7 @@ def dispose_engines() -> None:
 def _make_engine(url: str) -> sa.Engine:
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        eng = create_engine(url, connect_args={"timeout": 60})
+        eng = sa.create_engine(url, connect_args={"timeout": 60})
 
         @sa.event.listens_for(eng, "connect")
         def _pragmas(dbapi_conn, _):  # WAL: readers (the dashboard) never block an ingest
@@ -54,7 +56,7 @@ def _make_engine(url: str) -> sa.Engine:
             cur.close()
 
         return eng
-    return create_engine(url, pool_pre_ping=True)
+    return sa.create_engine(url, pool_pre_ping=True)
 
 
 def engine(url: str | None = None) -> sa.Engine:
@@ -65,6 +67,8 @@ def engine(url: str | None = None) -> sa.Engine:
 @contextmanager
 def session(url: str | None = None) -> Iterator[Session]:
     """A session that commits on success and rolls back on any error."""
+    from sqlmodel import Session
+
     with Session(engine(url), expire_on_commit=False) as s:
         try:
             yield s
@@ -72,6 +76,19 @@ def session(url: str | None = None) -> Iterator[Session]:
         except BaseException:
             s.rollback()
             raise
+
+
+@contextmanager
+def reading(url: str | None = None) -> Iterator[sa.Connection]:
+    """A connection to an initialized ledger DB (:func:`check_initialized`) for what only reads it
+    through SQLAlchemy Core (the tables of :mod:`ledger.schema`): no SQLModel, no ORM. Nothing it
+    does is committed: the transaction is rolled back when the block ends."""
+    with engine(url).connect() as conn:
+        try:
+            check_initialized(conn)
+            yield conn
+        finally:
+            conn.rollback()
 
 
 def alembic_config(url: str | None = None) -> Config:
@@ -146,11 +163,12 @@ def head_revision() -> str:
     return heads.pop()
 
 
-def current_revision(s: Session) -> str | None:
+def current_revision(s: Session | sa.Connection) -> str | None:
     """The revision the ledger DB is at: the row Alembic keeps in ``alembic_version`` (None when the
     table is missing or empty: the store was never migrated). Read with one query, so a command that
-    only reads the ledger does not import Alembic's migration runtime."""
-    conn = s.connection()
+    only reads the ledger does not import Alembic's migration runtime. `s`: a session or a Core
+    connection."""
+    conn = s if isinstance(s, sa.Connection) else s.connection()
     if not sa.inspect(conn).has_table("alembic_version"):
         return None
     rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
@@ -159,7 +177,7 @@ def current_revision(s: Session) -> str | None:
     return rows[0] if rows else None
 
 
-def check_initialized(s: Session) -> None:
+def check_initialized(s: Session | sa.Connection) -> None:
     """Raise StoreError when the ledger DB has not been migrated to the newest revision."""
     rev = current_revision(s)
     head = head_revision() if rev is not None else None

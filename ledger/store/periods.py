@@ -5,10 +5,15 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from sqlmodel import Session, select
+from typing import TYPE_CHECKING
 
-from ..models import Period
+import sqlalchemy as sa
+
+from ..schema import PERIOD
 from .db import StoreError
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 
 #: A month as the ledger names it: four digits, a dash, two digits (``2026-10``).
@@ -51,15 +56,27 @@ def months_between(start: datetime, end: datetime) -> list[str]:
     return out
 
 
-def closed_periods(s: Session, names: Sequence[str] | None = None) -> list[str]:
-    q = select(Period.name).where(Period.status == "closed")
+def pending_written(s) -> None:
+    """Flush the changes a session holds (when it flushes before its queries), so that a Core read
+    through it (:mod:`ledger.schema`'s tables, which the ORM does not flush for) sees them; a Core
+    connection has nothing pending."""
+    if getattr(s, "autoflush", False):
+        s.flush()
+
+
+def closed_periods(s: Session | sa.Connection, names: Sequence[str] | None = None) -> list[str]:
+    """The names of the closed periods (of `names` when given), sorted; read through Core."""
+    pending_written(s)
+    q = sa.select(PERIOD.c.name).where(PERIOD.c.status == "closed")
     if names is not None:
-        q = q.where(Period.name.in_(list(names)))
-    return sorted(s.exec(q))
+        q = q.where(PERIOD.c.name.in_(list(names)))
+    return sorted(s.execute(q).scalars())
 
 
 def close_period(s: Session, *, name: str) -> bool:
     """Close a month; returns False when it was already closed."""
+    from ..models import Period
+
     start, end = month_bounds(name)
     p = s.get(Period, name)
     if p is None:

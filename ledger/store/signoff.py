@@ -12,15 +12,22 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
 
-from sqlmodel import Session, select
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
 
 from ..errors import Problem
 from ..instants import iso
 from ..money import fmt
-from ..models import AllocationRun, Period, SignOff
 from ..names import name_problem, text_problem
+from ..schema import PERIOD, PERIOD_SIGNOFF
 from .db import StoreError
-from .periods import month_bounds
+from .periods import month_bounds, pending_written
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from ..models import AllocationRun
 
 #: The longest note a sign-off keeps (characters): a sentence or two, not a document.
 MAX_NOTE = 1000
@@ -68,7 +75,9 @@ class Closing:
                 "currency": self.currency, "inputs_digest": self.inputs_digest}
 
 
-def _closing(period: Period | None, sign: SignOff | None, name: str) -> Closing:
+def _closing(period, sign, name: str) -> Closing:
+    """`period` and `sign`: rows of :data:`~ledger.schema.PERIOD` and :data:`~ledger.schema.PERIOD_SIGNOFF`
+    (or None)."""
     if period is None or period.status != "closed":
         return Closing(period=name)
     if sign is None:
@@ -77,16 +86,20 @@ def _closing(period: Period | None, sign: SignOff | None, name: str) -> Closing:
                    final_run=sign.run_id, total=sign.total, currency=sign.currency, inputs_digest=sign.inputs_digest)
 
 
-def closing(s: Session, name: str) -> Closing:
+def closing(s: Session | sa.Connection, name: str) -> Closing:
     """The close of one period (``YYYY-MM``): open, closed, and its sign-off when one is recorded."""
-    return _closing(s.get(Period, name), s.get(SignOff, name), name)
+    return closings(s, [name])[name]
 
 
-def closings(s: Session, names: Iterable[str]) -> dict[str, Closing]:
-    """The close of each named period, by name (two queries, whatever the number of periods)."""
+def closings(s: Session | sa.Connection, names: Iterable[str]) -> dict[str, Closing]:
+    """The close of each named period, by name (two queries, whatever the number of periods), read
+    through Core (:mod:`ledger.schema`): a session or a connection."""
     names = sorted(set(names))
-    periods = {p.name: p for p in s.exec(select(Period).where(Period.name.in_(names)))} if names else {}
-    signs = {x.period: x for x in s.exec(select(SignOff).where(SignOff.period.in_(names)))} if names else {}
+    if not names:
+        return {}
+    pending_written(s)
+    periods = {p.name: p for p in s.execute(sa.select(PERIOD).where(PERIOD.c.name.in_(names)))}
+    signs = {x.period: x for x in s.execute(sa.select(PERIOD_SIGNOFF).where(PERIOD_SIGNOFF.c.period.in_(names)))}
     return {n: _closing(periods.get(n), signs.get(n), n) for n in names}
 
 
@@ -108,6 +121,8 @@ def sign_off(s: Session, *, name: str, by: str, note: str, run: AllocationRun,
     never changed: a correction after close is a true-up run), when `by` is not a name or `note`
     not storable text. A month closed before sign-off existed (no sign-off) can be signed once; the
     instant shown from then on is the sign-off's."""
+    from ..models import Period, SignOff
+
     start, end = month_bounds(name)
     if problems := signoff_problems(by, note):
         raise StoreError([Problem(entry=f"period {name}", message=p) for p in problems])

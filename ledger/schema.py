@@ -1,0 +1,160 @@
+"""The ledger DB's column types, and the tables a command reads without the SQLModel classes.
+
+:class:`Money` and :class:`UTCDateTime` are the column types of :mod:`ledger.models` (which imports
+them from here). The tables below are SQLAlchemy Core descriptions of four tables of
+:mod:`ledger.models` (``ingest_batch``, ``allocation_run``, ``period``, ``period_signoff``): what
+``ledger batches``, ``ledger runs`` and a period's close read, so that these commands start without
+SQLModel, pydantic and the ORM (docs/scale.md, "Startup"). They are for reading; the SQLModel classes
+and the migrations make and write the tables. ``tests/test_schema.py`` checks that each agrees with
+its SQLModel class, column by column (name, order, type, length, nullability, key, foreign keys), so
+the two cannot drift.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal, localcontext
+
+import sqlalchemy as sa
+from sqlalchemy.types import TypeDecorator
+
+_PG_SCALE = Decimal("1e-12")
+
+
+class Money(TypeDecorator):
+    """An exact decimal: NUMERIC(38, 12) on PostgreSQL, TEXT on SQLite, never a float."""
+
+    impl = sa.String(64)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.Numeric(38, 12, asdecimal=True))
+        return dialect.type_descriptor(sa.String(64))
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if not isinstance(value, Decimal):
+            if isinstance(value, float):
+                raise TypeError("Money columns refuse floats")
+            value = Decimal(value)
+        if not value.is_finite():
+            raise ValueError(f"Money columns refuse {value}")
+        if dialect.name == "postgresql":
+            # NUMERIC(38, 12) would round a 13th decimal place silently: refuse rather than lose it.
+            with localcontext() as ctx:
+                ctx.prec = 80
+                if value != value.quantize(_PG_SCALE):
+                    raise ValueError(f"Money column: {value} has more than 12 decimal places")
+            return value
+        return format(value, "f")
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        d = value if isinstance(value, Decimal) else Decimal(str(value))
+        if dialect.name == "postgresql":
+            # NUMERIC(38, 12) pads to 12 places: give back the number as it was written (with
+            # precision for all 38 digits: the default context's 28 would round them).
+            with localcontext() as ctx:
+                ctx.prec = 80
+                d = d.normalize() if d != d.to_integral_value() else d.quantize(Decimal(1))
+        return d
+
+
+class UTCDateTime(TypeDecorator):
+    """A timezone-aware instant stored in UTC; always returned aware (SQLite drops the offset)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def one_of(column: str, values) -> str:
+    """The SQL of a CHECK that `column` holds one of `values` (texts of a closed set: no quote in them)."""
+    quoted = ", ".join(f"'{v}'" for v in values)
+    return f"{column} IN ({quoted})"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+#: The Core tables below, apart from SQLModel's metadata (they are never created from here).
+METADATA = sa.MetaData()
+
+
+def _col(name: str, type_, *args, nullable: bool = False, **kwargs) -> sa.Column:
+    return sa.Column(name, type_, *args, nullable=nullable, **kwargs)
+
+
+#: ``ingest_batch``: :class:`ledger.models.IngestBatch`.
+INGEST_BATCH = sa.Table(
+    "ingest_batch", METADATA,
+    _col("id", sa.String(40), primary_key=True),
+    _col("kind", sa.String(20)),
+    _col("status", sa.String(20)),
+    _col("created_at", UTCDateTime()),
+    _col("files", sa.Text()),
+    _col("rows_read", sa.Integer()),
+    _col("rows_new", sa.Integer()),
+    _col("rows_duplicate", sa.Integer()),
+    _col("first_at", UTCDateTime(), nullable=True),
+    _col("last_at", UTCDateTime(), nullable=True),
+    _col("booked_period", sa.String(7), nullable=True),
+    _col("as_adjustment", sa.Boolean()),
+)
+
+#: ``allocation_run``: :class:`ledger.models.AllocationRun`.
+ALLOCATION_RUN = sa.Table(
+    "allocation_run", METADATA,
+    _col("id", sa.String(40), primary_key=True),
+    _col("period_start", UTCDateTime()),
+    _col("period_end", UTCDateTime()),
+    _col("created_at", UTCDateTime()),
+    _col("currency", sa.String(3)),
+    _col("idle_policy", sa.String(20)),
+    _col("basis", sa.String(30)),
+    _col("inputs_digest", sa.String(64)),
+    _col("price_books", sa.Text()),
+    _col("code_version", sa.String(40)),
+    _col("total", Money()),
+    _col("summary", sa.Text()),
+)
+
+#: ``period``: :class:`ledger.models.Period`.
+PERIOD = sa.Table(
+    "period", METADATA,
+    _col("name", sa.String(7), primary_key=True),
+    _col("start", UTCDateTime()),
+    _col("end", UTCDateTime()),
+    _col("status", sa.String(10)),
+    _col("closed_at", UTCDateTime(), nullable=True),
+)
+
+#: ``period_signoff``: :class:`ledger.models.SignOff`.
+PERIOD_SIGNOFF = sa.Table(
+    "period_signoff", METADATA,
+    _col("period", sa.String(7), sa.ForeignKey("period.name"), primary_key=True),
+    _col("signed_by", sa.String(200)),
+    _col("signed_at", UTCDateTime()),
+    _col("note", sa.Text()),
+    _col("run_id", sa.String(40), sa.ForeignKey("allocation_run.id")),
+    _col("total", Money()),
+    _col("currency", sa.String(3)),
+    _col("inputs_digest", sa.String(64)),
+)
