@@ -10,12 +10,14 @@ the plain ingest), in the same commit.
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -79,9 +81,11 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
             step(f"converting {p} from {source}")
             opener = getattr(adapter, "open_file", None)
             src = opener(con, Path(p), fmt, work / "links", m) if opener else open_source(con, Path(p), fmt, work / "links")
+            flat = _flat(src)
             cols = adapter.columns(src, m)
             fields = {c: f for c, (_, f) in cols.items()}
-            found, n = _convert(con, kind, src, cols, m, adapter, work / f"{i}.parquet", f"_lines{i}")
+            found, n = _convert(con, kind, src, cols, m, adapter, work / f"{i}.parquet", f"_lines{i}",
+                                flat=flat and (flat, adapter.columns(flat, m)))
             problems += found
             total += n
             converted.append(work / f"{i}.parquet")
@@ -101,40 +105,82 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _flat(src: SourceFile) -> SourceFile | None:
+    """For a CSV or Parquet source, a copy of `src` whose paths do not follow JSON text inside the
+    JSON of its fields (``Documents.depth`` 1), to be converted first (:func:`_convert`); None for
+    JSON, whose records' own fields are where such text is (LiteLLM's payload ``metadata``)."""
+    if src.fmt not in ("csv", "parquet"):
+        return None
+    docs = copy.deepcopy(src.docs)  # what opening it asked already (a filter's paths: ``reading.kept``)
+    docs.depth = 1
+    return replace(src, docs=docs)
+
+
 def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], m, adapter, out: Path,
-             lines: str) -> tuple[list[Problem], int]:
+             lines: str, flat: tuple[SourceFile, dict[str, tuple[str, str]]] | None = None
+             ) -> tuple[list[Problem], int]:
     """Write the ledger-format file `out` (rows in source order) and keep its row -> line map in table
-    `lines`; returns the map's own problems: a required column with nothing at its path and no default."""
+    `lines`; returns the map's own problems: a required column with nothing at its path and no default.
+
+    With `flat` (:func:`_flat`: the source and its columns, paths not followed into JSON text held
+    in the JSON of a field), that conversion is made first; when no row has such text where a path
+    goes (``Documents.deeper``: nearly always, and then every value is the same), it is the
+    conversion; else the conversion is made again with `src` and `cols`."""
     spec = facts.KINDS[kind]
+    given = cols
     own, own_checks = _path_checks(src, cols)
     cols = {**cols, **own}
     present = [c.name for c in spec.columns if c.name in cols]  # an optional column not given takes its default
     hidden = [c for c in cols if c.startswith("_")]  # the adapter's own: for its checks, and `_where` for problems
-    try:
+    checks = own_checks + (adapter.checks(m, src) if hasattr(adapter, "checks") else [])
+    kept = [q(c) for c in present] + (["_where"] if "_where" in cols else [])
+    # The records are numbered by the conversion's table when the source can be read without its
+    # window (``SourceFile.unnumbered``: a window runs on one thread): the table is made in the order
+    # the records are read, so a row's id is its record's place (`num`: its ``_line``).
+    unnumbered = src.unnumbered()
+    num = "_line" if unnumbered is None else f"(rowid + {unnumbered[1]})"
+
+    def table(s: SourceFile, c: dict[str, tuple[str, str]], deeper: bool) -> None:
+        # The conversion keeps, of the checks, one flag per row (``_refused``: any check true) and no
+        # message: the messages (one per check, NULL in every row but a refused one) are made by a second
+        # statement over the refused records alone, which computes the columns again for them (:func:`_refusals`).
+        own_c, own_k = _path_checks(s, c)
+        c = {**c, **own_c}
+        k = own_k + (adapter.checks(m, s) if hasattr(adapter, "checks") else [])
+        said = {msg for _, _, msg in k if msg in c}
+        refused = " OR ".join(f"coalesce({flag}, false)" for flag, _, _ in k) or "false"
+        if deeper:
+            c[DEEPER] = (s.docs.deeper(), "")
+        more = f", {DEEPER}" if deeper else ""
         # in _line order without a sort: the relation numbers the records in the order it reads them, and
         # this connection keeps insertion order (``duck.connect(ordered=True)``: DuckDB's
         # preserve_insertion_order), so the table is made in that order (a sort would move every column)
-        con.execute(f"CREATE TEMP TABLE {lines} AS {_layered(src.rows(), cols, present + hidden)}")
+        names = present + [h for h in c if h.startswith("_") and h not in said]
+        converted = (_layered(s.rows(), c, names) if unnumbered is None else
+                     _layered(s.docs.select(unnumbered[0]), c, names, line=False))
+        line = "_line, " if unnumbered is None else ""
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT {line}{', '.join(kept)}, ({refused}) AS {REFUSED}"
+                    f"{more} FROM ({converted})")
+
+    try:
+        if flat is None:
+            table(src, given, False)
+        else:
+            table(*flat, True)
+            if con.execute(f"SELECT count(*) FROM {lines} WHERE {DEEPER}").fetchone()[0]:
+                table(src, given, False)
     except duckdb.Error as e:
         return [unreadable(src.label, src.fmt, src.read_path or src.path, e, src.shape)], 1
-    checks = own_checks + (adapter.checks(m, src) if hasattr(adapter, "checks") else [])
     if checks:
-        where = " OR ".join(f"coalesce({flag}, false)" for flag, _, _ in checks)
-        said = ", ".join(f"CASE WHEN coalesce({flag}, false) THEN {msg} END" for flag, _, msg in checks)
-        rows = con.execute(f"SELECT _line, [{said}] FROM {lines} WHERE {where} ORDER BY _line "
-                           f"LIMIT {MAX_PROBLEMS}").fetchall()
-        if rows:
-            n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
-            at = _file_lines(con, src, lines, [r[0] for r in rows])
-            found = [Problem(file=src.label, line=at.get(line, line), entry=field, message=text)
-                     for line, said_row in rows for (_, field, _), text in zip(checks, said_row) if text is not None]
-            return found, max(n, len(found))
+        n = con.execute(f"SELECT count(*) FROM {lines} WHERE {REFUSED}").fetchone()[0]
+        if n:
+            return _refusals(con, src, cols, present + hidden, checks, lines, n, num)
     mapped = [c.name for c in spec.columns
               if c.required and c.name in cols and (c.name not in m.columns or m.columns[c.name].default is None)]
     if mapped:
         flags = [f"({q(c)} IS NULL OR CAST({q(c)} AS VARCHAR) = '')" for c in mapped]
         where = " OR ".join(flags)
-        rows = con.execute(f"SELECT _line, [{', '.join(flags)}] FROM {lines} WHERE {where} "
+        rows = con.execute(f"SELECT {num} AS _line, [{', '.join(flags)}] FROM {lines} WHERE {where} "
                            f"ORDER BY _line LIMIT {MAX_PROBLEMS}").fetchall()
         if rows:
             n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
@@ -148,16 +194,39 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     # that order already (no second and third sort of every row)
     con.execute(f"COPY (SELECT {names} FROM {lines}) TO {lit(str(out))} ({PARQUET_OPTIONS})")
     keep = ", _where" if "_where" in cols else ""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT _line{keep} FROM {lines}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT {num} AS _line{keep} FROM {lines}")
     return [], 0
 
 
-def _layered(relation: str, cols: dict[str, tuple[str, str]], names: list[str]) -> str:
+#: The conversion's column that is true for a record some check of the adapter's refuses, and the
+#: flat conversion's that is true where JSON text inside a field's JSON may hold a value (:func:`_flat`).
+REFUSED, DEEPER = "_refused", "_deeper"
+
+
+def _refusals(con, src: SourceFile, cols: dict[str, tuple[str, str]], names: list[str], checks: list,
+              lines: str, n: int, num: str = "_line") -> tuple[list[Problem], int]:
+    """The problems of the `n` records the conversion table `lines` flags (``_refused``), the first
+    MAX_PROBLEMS of them in line order: the columns `names` computed again for those records alone
+    (read again from the source, numbered as before), each check's flag and message. `num` is the
+    SQL of a row's ``_line`` in `lines`."""
+    first = f"_line IN (SELECT {num} FROM {lines} WHERE {REFUSED} ORDER BY 1 LIMIT {MAX_PROBLEMS})"
+    where = " OR ".join(f"coalesce({flag}, false)" for flag, _, _ in checks)
+    said = ", ".join(f"CASE WHEN coalesce({flag}, false) THEN {msg} END" for flag, _, msg in checks)
+    rows = con.execute(f"SELECT _line, [{said}] FROM ({_layered(src.rows(first), cols, names)}) WHERE {where} "
+                       f"ORDER BY _line").fetchall()
+    at = _file_lines(con, src, lines, [r[0] for r in rows])
+    found = [Problem(file=src.label, line=at.get(line, line), entry=field, message=text)
+             for line, said_row in rows for (_, field, _), text in zip(checks, said_row) if text is not None]
+    return found, max(n, len(found))
+
+
+def _layered(relation: str, cols: dict[str, tuple[str, str]], names: list[str], line: bool = True) -> str:
     """SQL: `relation`'s ``_line`` and the columns `names` (``cols[name][0] AS name``), each computed
     once per row: a column that reads another hidden one by its name (a check's message reads its
     flag) is computed in a layer above it, not inlined where it is named (DuckDB would compute the
     flag again in each column naming it). In the layers a column has a name of its own (a source
-    field may be called as a ledger column is: LiteLLM's ``status``)."""
+    field may be called as a ledger column is: LiteLLM's ``status``). Without `line`, no ``_line``
+    (`relation` has none: the records are numbered by the table they are written to)."""
     tag = uuid.uuid4().hex[:8]
     inner = {c: f"_col{k}_{tag}" for k, c in enumerate(names)}
     # a hidden column named bare, as the adapters write them (a source field is always quoted: "_x")
@@ -184,7 +253,7 @@ def _layered(relation: str, cols: dict[str, tuple[str, str]], names: list[str]) 
     for n in sorted(set(depth.values())):
         here = ", ".join(f"{sql(c)} AS {inner[c]}" for c in names if depth[c] == n)
         rel = f"SELECT *, {here} FROM ({rel})"  # the columns no layer reads are pruned by DuckDB
-    return f"SELECT _line, {', '.join(f'{inner[c]} AS {q(c)}' for c in names)} FROM ({rel})"
+    return f"SELECT {'_line, ' * line}{', '.join(f'{inner[c]} AS {q(c)}' for c in names)} FROM ({rel})"
 
 
 def _path_checks(src: SourceFile, cols: dict[str, tuple[str, str]]) -> tuple[dict[str, tuple[str, str]], list]:

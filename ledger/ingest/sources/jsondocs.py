@@ -85,6 +85,15 @@ class Documents:
     flags: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: values asked (SQL over the documents' columns -> the column it is computed in, once per row)
     values: dict[str, str] = field(default_factory=dict)
+    #: how many documents deep paths go (1: only the documents of the file's fields, no JSON text
+    #: inside them; :meth:`deeper` then tells the rows where a deeper one could have held a value)
+    depth: int = MAX_TEXT_DEPTH
+    #: the places where a document deeper than `depth` could start: (its keys list SQL, the document's
+    #: column, the JSON path of the place)
+    below: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the column true when some object on the asked paths, in any document of the row, has a key
+    #: twice: the gate of every path's own test (nearly always false: one test a row, not one a path)
+    twice: str = field(default_factory=lambda: f"_twice_{uuid.uuid4().hex[:8]}")
 
     def named(self, sql: str) -> str:
         """The column that holds `sql` (computed once per row, after the documents)."""
@@ -110,7 +119,12 @@ class Documents:
         leaf = doc.leaf(steps)
         found = [Found(leaf, doc, tuple(steps))]
         dups = [(doc.keys(steps[:k]), s) for k, s in enumerate(steps) if isinstance(s, str)]
-        if doc.level < MAX_TEXT_DEPTH:
+        if doc.level >= self.depth and doc.level < MAX_TEXT_DEPTH:  # not followed here: say where it would be
+            for k in range(len(steps) - 1, 0, -1):
+                place = (doc.keys(steps[:k]), doc.name, json_path(steps[:k]))
+                if place not in self.below:
+                    self.below.append(place)
+        if doc.level < min(self.depth, MAX_TEXT_DEPTH):
             for k in range(len(steps) - 1, 0, -1):
                 doc.keys(steps[:k])
                 inner = self._inside(doc, steps[:k])
@@ -125,8 +139,9 @@ class Documents:
         """SQL: the text at `steps` of `doc` (see the module), registering the path's problems under
         `label` (the path as the map writes it)."""
         found, dups = self.find(doc, steps)
-        # the value where it is found, once per row (it is read up to eight times below)
-        elem = found[0].elem if len(found) == 1 else self.named(f"coalesce({', '.join(f.elem for f in found)})")
+        # the value where it is found, once per row (it is read up to eight times below; an element of
+        # the documents' list, too, is copied out each time it is named)
+        elem = self.named(found[0].elem if len(found) == 1 else f"coalesce({', '.join(f.elem for f in found)})")
         # a JSON number with a fraction or an exponent: its digits as written (DuckDB's own text of it
         # is a double's: 1000.0000000000000001 would read 1000.0), to 21 places
         exact = f"rtrim(rtrim(CAST({_exact(found, 'DECIMAL(38,21)')} AS VARCHAR), '0'), '.')"
@@ -143,7 +158,8 @@ class Documents:
             twice = [(f"len(list_filter({k}, lambda x: x = {lit(s)})) > 1", s) for k, s in dups]
             which = " ".join(f"WHEN {c} THEN {lit(s)}" for c, s in twice)
             self.flags.setdefault(f"{label}\x00dup", (
-                f"(CASE WHEN {any_dup} THEN ({' OR '.join(c for c, _ in twice)}) ELSE false END)",
+                f"(CASE WHEN NOT coalesce({self.twice}, false) THEN false "
+                f"WHEN {any_dup} THEN ({' OR '.join(c for c, _ in twice)}) ELSE false END)",
                 f"'the key ' || (CASE {which} END) || "
                 f"{lit(' is written twice in one object: which value counts would be a guess')}"))
         return text
@@ -166,6 +182,19 @@ class Documents:
         found, _ = self.find(doc, steps)
         return self.named(f"(CASE WHEN regexp_full_match(trim({text}), {lit(DECIMAL_RE)}) "
                           f"THEN {_exact(found, f'DECIMAL(38,{scale})')} END)")
+
+    def deeper(self) -> str:
+        """SQL over the documents' columns: true for a row where a place on the asked paths, beyond
+        :attr:`depth` documents, holds a string (that may hold JSON: a document these paths did not
+        follow). In the other rows, the values, flags and messages are those of the paths followed
+        to :data:`MAX_TEXT_DEPTH`, which read a deeper document only where such a string is
+        (:meth:`select`). The keys of the place, parsed already, tell most rows apart (an object
+        with keys, or nothing there); its JSON type is asked only where they are empty (a string,
+        a number, or an empty object: LiteLLM's ``"usage_object": {}`` of a failed call)."""
+        if not self.below:
+            return "false"
+        return "(" + " OR ".join(f"coalesce(CASE WHEN len({k}) = 0 THEN json_type({doc}, {lit(at)}) = 'VARCHAR' "
+                                 "END, false)" for k, doc, at in self.below) + ")"
 
     def problems(self) -> list[tuple[str, str, str]]:
         """(condition SQL, path, message SQL) of every path asked."""
@@ -200,9 +229,13 @@ class Documents:
                 lists.append(f"json_keys({d.name}, [{', '.join(lit(p) for p in d.parents)}]) AS {d.name}_k" if d.parents
                              else f"CAST(NULL AS VARCHAR[][]) AS {d.name}_k")
             rel = f"SELECT *, {', '.join(lists)} FROM ({rel})"
-            dups = ", ".join(f"list_transform({d.name}_k, lambda ks: len(ks) > len(list_distinct(ks))) AS {d.name}_dup"
+            dups = ", ".join(f"list_transform({d.name}_k, lambda ks: len(ks) > list_unique(ks)) AS {d.name}_dup"
                              for d in here if d.parents)
             rel = f"SELECT *, {dups} FROM ({rel})" if dups else rel
+        keyed = [d for d in docs if d.leaves and d.parents]
+        if keyed:
+            anywhere = " OR ".join(f"coalesce(list_bool_or({d.name}_dup), false)" for d in keyed)
+            rel = f"SELECT *, ({anywhere}) AS {self.twice} FROM ({rel})"
         # the values, layer by layer: those over the documents first, then those over other values (a
         # decimal over its text, a sum over its parts), each in the layer after the last value it reads:
         # a column of the SELECT it is named in would be computed again where it is used

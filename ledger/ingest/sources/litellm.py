@@ -60,8 +60,9 @@ def columns(src: SourceFile, m: SourceMap) -> dict[str, tuple[str, str]]:
     def u(sub: str) -> tuple[str, str]:
         return at(f"{usage}.{sub}"), f"{usage}.{sub}"
 
+    once = src.docs.named  # SQL computed once per row, in a column of its own (the start instant: three times)
     out = mapped(src, m, {col: (at(field), field) for col, field in BUILT_IN.items()})
-    out["occurred_at"] = (instant(out["occurred_at"][0], naive), out["occurred_at"][1])
+    out["occurred_at"] = (once(instant(out["occurred_at"][0], naive)), out["occurred_at"][1])
     status, field = out["status"]
     out["status"] = (f"(CASE {status} WHEN 'success' THEN 'ok' WHEN 'failure' THEN 'error' ELSE {status} END)", field)
     # The same tokens, where LiteLLM's Usage writes them more than once (litellm/types/utils.py: Usage.__init__
@@ -69,7 +70,6 @@ def columns(src: SourceFile, m: SourceMap) -> dict[str, tuple[str, str]]:
     # into prompt_tokens_details.cache_creation_tokens; the 5-minute/1-hour split is the wrapper's
     # cache_creation_token_details): counted once; two places holding two numbers are refused.
     # each part once per row, in a layer of its own (``Documents.named``), then the sums over them
-    once = src.docs.named
 
     def wh(t: str) -> str:
         return whole(t, once)
@@ -109,9 +109,9 @@ def columns(src: SourceFile, m: SourceMap) -> dict[str, tuple[str, str]]:
     out["cache_write_1h_input_tokens"] = (one_h, u("cache_creation_token_details.ephemeral_1h_input_tokens")[1])
     out["output_tokens"] = (at("completion_tokens"), "completion_tokens")
     out["reasoning_tokens"] = u("completion_tokens_details.reasoning_tokens")
-    start, first, end = (instant(at(f), naive) for f in ("startTime", "completionStartTime", "endTime"))
-    out["ttft_ms"] = (millis(start, first), "completionStartTime - startTime")
-    out["latency_ms"] = (millis(start, end), "endTime - startTime")
+    start, first, end = (once(instant(at(f), naive)) for f in ("startTime", "completionStartTime", "endTime"))
+    out["ttft_ms"] = (millis(start, first, once), "completionStartTime - startTime")
+    out["latency_ms"] = (millis(start, end, once), "endTime - startTime")
     spend = at("spend")
     out["reported_cost"] = (cost(src, path("spend")), "spend")
     if "reported_currency" not in out:

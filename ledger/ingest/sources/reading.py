@@ -48,6 +48,11 @@ class SourceFile:
     read_path: Path | None = None
     compressed: bool = False
     shape: str | None = None
+    #: The file's records without ``_line`` (`relation` numbers them with a window, which DuckDB runs
+    #: on one thread), the relation they are the records of, and the number of the first record.
+    scan: str | None = None
+    scan_of: str | None = None
+    first: int = 1
 
     def value(self, path: FieldPath) -> str:
         """SQL: the text at `path` in a row (NULL when the row has nothing there), over :meth:`rows`.
@@ -94,9 +99,17 @@ class SourceFile:
         """(condition SQL, path, message SQL) of the problems the asked paths can find in a row."""
         return self.docs.problems()
 
-    def rows(self) -> str:
-        """The relation with the asked-for documents' columns (two parses per document and row)."""
-        return self.docs.select(self.relation)
+    def unnumbered(self) -> tuple[str, int] | None:
+        """(the relation of the records without ``_line``, the number of the first) when `relation` is
+        still the file's own records (not a choice of them: :func:`kept`), else None. Scanned into a
+        table in insertion order, a record's row id (from 0) plus `first` is its ``_line``."""
+        return (self.scan, self.first) if self.scan is not None and self.relation == self.scan_of else None
+
+    def rows(self, where: str | None = None) -> str:
+        """The relation with the asked-for documents' columns (two parses per document and row); with
+        `where` (SQL over ``_line`` and the file's fields), only the records for which it holds (their
+        line numbers kept: the records are numbered before they are chosen)."""
+        return self.docs.select(self.relation if where is None else f"SELECT * FROM ({self.relation}) WHERE {where}")
 
 
 
@@ -182,17 +195,19 @@ def open_source(con, path: Path, fmt: str | None, link_dir: Path) -> SourceFile:
     data = readable(path, label, fmt, link_dir)
     read = lit(str(data.path))
     names = None
+    first = 1
     if fmt == "csv":
         names, bad = csv_header(data.path, label)
         if bad:
             raise IngestError(bad)
-        rel = (f"SELECT row_number() OVER () + 1 AS _line, * FROM read_csv({read}, header=true, all_varchar=true, "
-               "delim=',', quote='\"', escape='\"', strict_mode=true)")
+        scan = (f"SELECT * FROM read_csv({read}, header=true, all_varchar=true, delim=',', quote='\"', escape='\"', "
+                "strict_mode=true)")
+        first = 2  # the header is line 1
     elif fmt == "jsonl":
-        rel = (f"SELECT row_number() OVER () AS _line, json AS _j FROM "
-               f"{json_reader(data.path, data.shape, SOURCE_OBJECT_BYTES)}")
+        scan = f"SELECT json AS _j FROM {json_reader(data.path, data.shape, SOURCE_OBJECT_BYTES)}"
     else:
-        rel = f"SELECT row_number() OVER () AS _line, * FROM read_parquet({read})"
+        scan = f"SELECT * FROM read_parquet({read})"
+    rel = f"SELECT row_number() OVER () + {first - 1} AS _line, * FROM ({scan})"
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE {rel}").fetchall() if r[0] != "_line"}
     except Exception as e:  # duckdb.Error: not that format
@@ -202,7 +217,7 @@ def open_source(con, path: Path, fmt: str | None, link_dir: Path) -> SourceFile:
     fields = {} if fmt == "jsonl" else Fields(types, names if names and len(names) == len(types) else list(types),
                                               label, 1 if fmt == "csv" else None)
     return SourceFile(path=path, label=label, fmt=fmt, relation=rel, types=fields, read_path=data.path,
-                      compressed=data.gzip, shape=data.shape)
+                      compressed=data.gzip, shape=data.shape, scan=scan, scan_of=rel, first=first)
 
 
 def unreadable(label: str, fmt: str, read_path: Path, e: BaseException, shape: str | None) -> Problem:

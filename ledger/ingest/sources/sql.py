@@ -37,10 +37,13 @@ def first_of(*texts: str) -> str:
     return f"coalesce({', '.join(f'nullif({t}, {chr(39)}{chr(39)})' for t in texts)})"
 
 
-def millis(start: str, end: str) -> str:
+def millis(start: str, end: str, once=None) -> str:
     """SQL: milliseconds from instant `start` to instant `end` (instants as ISO text with an offset);
-    NULL when either is missing or not an instant."""
+    NULL when either is missing or not an instant. With `once` (``Documents.named``), each instant
+    is parsed once per row (a start shared by two durations: once)."""
     a, b = f"TRY_CAST({start} AS TIMESTAMPTZ)", f"TRY_CAST({end} AS TIMESTAMPTZ)"
+    if once:
+        a, b = once(a), once(b)
     return f"CAST((epoch_us({b}) - epoch_us({a})) / 1000.0 AS DOUBLE)"
 
 
