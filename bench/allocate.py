@@ -17,8 +17,10 @@ inside the bench's temp folder.
 The scaling table (``--sizes``): for each size the month is generated (in chunks of 10M requests
 above that, so that generation fits in memory too), then each repeat runs one fresh child that
 times the bare group-by and then the allocation on the same connection; the table shows the median
-allocation time, the median bare group-by, the median of each child's own ratio, and the largest
-peak RSS of the children (``wait4``).
+allocation time, the median bare group-by, the median of each child's own ratio (of wall-clock time,
+and of CPU time: user and system, all threads, less moved by other work on a shared machine), the
+largest peak RSS of the children (``wait4``), and the digest of the allocation (the same in every run,
+and before and after a change of the engine that must not change a number).
 
 The requests and fleet come from ``bench/synth.py``. Outcomes (80% of tasks success, decided a
 minute after their last request) and two shared charges are derived here. Each measurement runs in
@@ -146,6 +148,13 @@ BARE_GROUP_BY = """
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
+
+
+def cpu_seconds() -> float:
+    """User and system CPU time of this process so far (all of DuckDB's threads): on a machine shared
+    with other work, less moved by it than the wall clock (a busy disk still slows spilling)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 CHUNK = 10_000_000
@@ -295,20 +304,21 @@ def child(what: str, folder: Path) -> dict:
     con = facts_connection(folder)
     bare: dict = {}
     if what in ("duckdb", "pair"):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         rows = len(con.execute(BARE_GROUP_BY).fetchall())
-        bare = {"bare_seconds": time.perf_counter() - t0, "groups": rows}
+        bare = {"bare_seconds": time.perf_counter() - t0, "bare_cpu_seconds": cpu_seconds() - c0, "groups": rows}
         if what == "duckdb":
             return {"seconds": bare["bare_seconds"], "peak_rss_mb": peak_rss_mb(), "groups": rows}
     book, problems = parse_book(BOOK, "bench.toml")
     assert not problems, problems
     stages: list[tuple[str, float]] = []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     alloc = allocate(con, start=synth.MONTH_START, end=synth.MONTH_END, prices=PriceIndex([book]), policy=Policy(),
                      progress=lambda stage: stages.append((stage, time.perf_counter())))
     seconds = time.perf_counter() - t0
     ends = [t for _, t in stages[1:]] + [t0 + seconds]
-    out = {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "lines": len(alloc.lines), "total": str(alloc.total),
+    out = {"seconds": seconds, "cpu_seconds": cpu_seconds() - c0, "peak_rss_mb": peak_rss_mb(),
+           "lines": len(alloc.lines), "total": str(alloc.total),
            "flags": len(alloc.flags), "digest": digest(alloc),
            "stages": {name: round(e - t, 2) for (name, t), e in zip(stages, ends)},
            "memory_limit": con.execute("SELECT current_setting('memory_limit')").fetchone()[0], **bare}
@@ -370,6 +380,8 @@ def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool, data: Path 
                "allocate_seconds": round(statistics.median(r["seconds"] for r in runs), 2),
                "bare_seconds": round(statistics.median(r["bare_seconds"] for r in runs), 2),
                "ratio": round(statistics.median(r["seconds"] / r["bare_seconds"] for r in runs), 2),
+               "cpu_ratio": round(statistics.median(r["cpu_seconds"] / r["bare_cpu_seconds"] for r in runs), 2),
+               "digests": sorted({r["digest"] for r in runs}),
                "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs)),
                "memory_limit": runs[0]["memory_limit"], "lines": runs[0]["lines"], "total": runs[0]["total"],
                "all_allocate_seconds": [round(r["seconds"], 2) for r in runs],
@@ -378,19 +390,21 @@ def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool, data: Path 
         rows.append(row)
         if not as_json:
             print(f"{n:,} requests: allocate {row['allocate_seconds']} s, bare group-by {row['bare_seconds']} s, "
-                  f"ratio {row['ratio']}x, peak RSS {row['peak_rss_mb']} MiB "
+                  f"ratio {row['ratio']}x (CPU time {row['cpu_ratio']}x), peak RSS {row['peak_rss_mb']} MiB, "
+                  f"digest {', '.join(d[:16] for d in row['digests'])} "
                   f"({f'generated in {made:.0f} s' if made else 'facts reused'})", flush=True)
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     print()
-    print("| requests | allocate (s) | bare group-by (s) | ratio | peak RSS (MiB) | memory limit | lines |")
-    print("|---:|---:|---:|---:|---:|---|---:|")
+    print("| requests | allocate (s) | bare group-by (s) | ratio | CPU-time ratio | peak RSS (MiB) | memory limit "
+          "| lines |")
+    print("|---:|---:|---:|---:|---:|---:|---|---:|")
     for r in rows:
         print(f"| {r['requests']:,} | {r['allocate_seconds']:.2f} | {r['bare_seconds']:.2f} | {r['ratio']:.2f}x | "
-              f"{r['peak_rss_mb']:,} | {r['memory_limit']} | {r['lines']:,} |")
-    print(f"\nmedians of {repeat} runs (ratio: the median of each run's own ratio), peak RSS the largest; each "
-          f"run in a fresh process; {os.cpu_count()} CPUs")
+              f"{r['cpu_ratio']:.2f}x | {r['peak_rss_mb']:,} | {r['memory_limit']} | {r['lines']:,} |")
+    print(f"\nmedians of {repeat} runs (ratio: the median of each run's own ratio, of wall-clock and of CPU "
+          f"time), peak RSS the largest; each run in a fresh process; {os.cpu_count()} CPUs")
 
 
 def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, driver_memory: str,

@@ -28,7 +28,8 @@ def statements() -> dict[str, str]:
     """Every statement the heavy step runs, with a kv_token_seconds weight (the HUGEINT arithmetic)."""
     weight, join, _ = sql.weight(Policy(basis="kv_token_seconds"))
     pooled, pool_join, _ = sql.weight(Policy(weights=(("p1", Weights(D(1), D("0.1"), D(4))),)))
-    return {"task_state": sql.task_state(START, END), "failed_tasks": sql.FAILED_TASKS,
+    return {"task_keys": sql.task_keys(START, END), "task_state": sql.task_state(START, END),
+            "failed_tasks": sql.FAILED_TASKS,
             "request_pass": sql.request_pass(START, END, weight, join, SPAN, "-1"),
             "request_pass_pooled": sql.request_pass(START, END, pooled, pool_join, [], "-1"),
             "groups": sql.GROUPS,
@@ -57,6 +58,30 @@ def test_spark_gets_its_own_functions_and_types_for_duckdbs():
     assert "CAST('2026-11-01T00:00:00Z' AS TIMESTAMP)" in spark["task_state"]
     # DuckDB's ascending NULLS LAST is said out loud (Spark's default puts NULLs first)
     assert "tenant NULLS LAST" in spark["split"]
+    assert "ORDER BY tenant NULLS LAST, product NULLS LAST, criteria NULLS LAST" in spark["task_keys"]
+    # the per-task state's bits: & and >> on DuckDB's HUGEINT, pmod and div on Spark's DECIMAL(38,0)
+    assert "& 3" in statements()["task_state"] and ">> 56" in statements()["task_state"]
+    assert "&" not in spark["task_state"] and ">>" not in spark["task_state"]
+    assert "PMOD((latest), 4)" in spark["task_state"] and "DIV 72057594037927936" in spark["task_state"]
+
+
+def test_bits_become_pmod_and_div_on_spark_exactly_for_masks_and_constant_shifts():
+    assert sql.render("SELECT (x & 255) >> 4 AS a, y & 3 AS b FROM t", "spark") == \
+        "SELECT ((PMOD(x, 256)) - PMOD((PMOD(x, 256)), 16)) DIV 16 AS a, PMOD(y, 4) AS b FROM t"
+    with pytest.raises(ValueError, match=r"x & 5: only a mask 2\^b - 1"):
+        sql.render("SELECT x & 5 FROM t", "spark")
+    with pytest.raises(ValueError, match="x >> y: only a constant whole number"):
+        sql.render("SELECT x >> y FROM t", "spark")
+
+
+def test_bits_are_exact_for_negative_numbers_on_duckdb_as_pmod_and_div_are():
+    import duckdb
+
+    # x & (2^b - 1) and x >> b round down, as pmod(x, 2^b) and (x - pmod(x, 2^b)) div 2^b do on Spark
+    rows = duckdb.sql("""SELECT x, x & 3, x >> 2 FROM (VALUES (-5::HUGEINT), (-4), (-1), (0), (5),
+                         (-(2::HUGEINT ** 120)::HUGEINT - 1)) v(x)""").fetchall()
+    for x, low, high in rows:
+        assert (low, high) == (x % 4, x // 4)  # Python's % and // round down
 
 
 def test_arg_max_becomes_max_by_that_skips_a_null_value_as_duckdb_does():

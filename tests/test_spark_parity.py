@@ -168,3 +168,47 @@ def test_max_by_skips_a_null_value_and_an_overflow_stops_spark(spark):
     with pytest.raises(SparkError, match=r"^Spark failed making _sum: \[ARITHMETIC_OVERFLOW\]"):
         engine.create(con, total, "SELECT CAST(sum(x) AS HUGEINT) AS s FROM v")
     engine.release()
+
+
+def test_the_latest_outcome_of_a_task_is_the_same_row_on_spark(spark):
+    """Ties of decided_at, a row without an outcome, NULL tenant and criteria, instants before 1970: the
+    per-task state (packed into HUGEINT, DECIMAL(38,0) on Spark, decoded with ``pmod`` and ``div`` there)
+    names the same outcome, tenant, product and criteria on both engines (tests/test_allocate_outcomes.py
+    has the rule)."""
+    from ledger.allocate import sql, tables
+
+    outcomes = """task_id,tenant,product,outcome,decided_at,criteria
+        t1,a,chat,success,2026-10-01T10:00:00Z,ci
+        t1,b,chat,failure,2026-10-01T10:00:00Z,ci
+        t1,c,chat,success,2026-10-01T10:00:00Z,ci
+        t2,a,chat,failure,2026-10-01T10:00:00Z,x
+        t2,b,chat,,2026-10-01T11:00:00Z,y
+        t3,a,chat,failure,2026-10-01T10:00:00Z,x
+        t3,,chat,success,2026-10-01T11:00:00Z,
+        t4,a,chat,success,1969-12-31T23:59:59.999999Z,x
+        t4,b,chat,failure,1969-12-31T23:59:59.999998Z,x
+        t5,a,chat,failure,2026-11-01T00:00:00Z,x
+    """
+    start, end = datetime(1969, 12, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc)
+    copy = TempTable("_state_copy", (("task_id", "VARCHAR"), ("latest", "INTEGER"), ("decided", "INTEGER"),
+                                     ("tenant", "VARCHAR"), ("product", "VARCHAR"), ("criteria", "VARCHAR")),
+                     statement=None, small=True)
+    text = f"""SELECT s.task_id, s.latest, s.decided, k.tenant, k.product, k.criteria
+               FROM {tables.TASK_STATE} s LEFT JOIN {tables.TASK_KEYS} k ON s.k = k.k"""
+    con = facts_con(outcomes=outcomes)
+    with tempfile.TemporaryDirectory(prefix="ledger-spark-") as tmp:
+        path = Path(tmp) / "outcomes.parquet"
+        con.execute(f"COPY outcomes TO '{path}' (FORMAT parquet)")
+        got = []
+        for engine in (DUCKDB, SparkEngine(spark, {"outcomes": ["file://" + path.as_posix()]})):
+            engine.create(con, tables.TASK_KEYS, sql.task_keys(start, end))
+            engine.create(con, tables.TASK_STATE, sql.task_state(start, end))
+            engine.create(con, copy, text)
+            got.append(con.execute("SELECT * FROM _state_copy ORDER BY task_id").fetchall())
+            engine.release()
+    assert got[0] == got[1] == [
+        ("t1", sql.FAILURE, sql.FAILURE, "b", "chat", "ci"),       # a tie: the failure
+        ("t2", sql.FAILURE, sql.FAILURE, "a", "chat", "x"),        # 11:00 has no outcome
+        ("t3", sql.SUCCESS, sql.SUCCESS, None, "chat", None),      # the latest row as it is
+        ("t4", sql.SUCCESS, sql.SUCCESS, "a", "chat", "x")]        # before 1970: a negative key
+    # t5, decided at the period end, is in neither: no row

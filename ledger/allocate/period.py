@@ -14,7 +14,7 @@ from . import sql
 from .engines import Engine
 from .pricing import _Pricer
 from .records import Policy, Tasks, Usage
-from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, REQUEST_PASS, TASK_COUNTS, TASK_STATE
+from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, REQUEST_PASS, TASK_COUNTS, TASK_KEYS, TASK_STATE
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,10 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     (the statements are :mod:`.sql`'s, the tables :mod:`.tables`'; the small ones end as temp
     tables of `con`):
 
+    - `TASK_KEYS`: the (tenant, product, criteria) of the period's outcomes, numbered;
     - `TASK_STATE`: per task, its latest outcome decided before `end` (failed work, §4.5) and its
-      latest outcome decided in the period (unit economics), as :data:`.sql.OUTCOME_CODE`. Every
+      latest outcome decided in the period (unit economics), as :data:`.sql.OUTCOME_CODE`, the
+      latter's tenant, product and criteria as their number in `TASK_KEYS`. Every
       task of the month is a row of it, in the engine (DuckDB: under the connection's memory
       limit, spilled beyond it, ``ledger.duck``); Python only ever sees its counts by (tenant,
       product): `TASK_COUNTS` (small);
@@ -82,6 +84,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     - `METERS` (small): the period's meters with their work tag and price span, by group.
     """
     con.execute("SET TimeZone = 'UTC'")
+    engine.create(con, TASK_KEYS, sql.task_keys(start, end))
     engine.create(con, TASK_STATE, sql.task_state(start, end))
     engine.create(con, FAILED_TASKS, sql.FAILED_TASKS)
     weight, join, pool_weights = sql.weight(policy)
@@ -118,7 +121,13 @@ def _tasks(con: duckdb.DuckDBPyConnection) -> tuple[Tasks, ...]:
         if criteria is not None:
             counts[3].add(criteria)
     return tuple(Tasks(tenant=t, product=p, success=ok, failure=f, unknown=u, criteria=tuple(sorted(c)))
-                 for (t, p), (ok, f, u, c) in sorted(acc.items()))
+                 for (t, p), (ok, f, u, c) in sorted(acc.items(), key=_none_first))
+
+
+def _none_first(item: tuple[tuple[str | None, str | None], list]) -> tuple:
+    """The order of tasks' (tenant, product): by text, a NULL one (an outcome's NULL tenant or product,
+    which ingest refuses: ``sql.task_state`` takes them as they are) first."""
+    return tuple((x is not None, x or "") for x in item[0])
 
 
 def _regions(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> tuple[str, ...]:

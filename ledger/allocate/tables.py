@@ -39,13 +39,19 @@ class TempTable:
         return tuple(name for name, _ in self.columns)
 
 
+TASK_KEYS = TempTable(
+    "_task_keys", (("k", "BIGINT"), ("tenant", "VARCHAR"), ("product", "VARCHAR"), ("criteria", "VARCHAR")),
+    statement="task_keys")
+"""The distinct (tenant, product, criteria) of the outcomes booked in the period, numbered from 0 in
+their order: the per-task state keeps an outcome's three as this one number `k`. A few rows."""
+
 TASK_STATE = TempTable(
     "_task_state",
-    (("task_id", "VARCHAR"), ("latest", "INTEGER"), ("decided", "INTEGER"), ("tenant", "VARCHAR"),
-     ("product", "VARCHAR"), ("criteria", "VARCHAR")),
+    (("task_id", "VARCHAR"), ("latest", "INTEGER"), ("decided", "INTEGER"), ("k", "BIGINT")),
     statement="task_state")
-"""Per task: its latest outcome decided before the period end and the latest decided in it (as
-``sql.OUTCOME_CODE``), with that outcome's tenant, product and criteria. A row per task of the month."""
+"""Per task: the code (``sql.OUTCOME_CODE``) of its latest outcome decided before the period end, and
+of the latest decided in it with that outcome's (tenant, product, criteria) as its `k` of
+:data:`TASK_KEYS` (``sql.task_state`` says which outcome is the latest). A row per task of the month."""
 
 FAILED_TASKS = TempTable("_failed_tasks", (("task_id", "VARCHAR"),), statement="FAILED_TASKS")
 """The tasks whose latest outcome is a failure (their requests and meters are failed work)."""
@@ -114,5 +120,5 @@ GPU_SPLIT = TempTable(
 """The largest-remainder split of each pool-hour's C_serve: request parts by line group, and the slack's part."""
 
 #: Every temp table of an allocation, in the order the steps make them.
-TABLES: tuple[TempTable, ...] = (TASK_STATE, FAILED_TASKS, POOL_WEIGHTS, REQUEST_PASS, GROUPS, METERS, TASK_COUNTS, GPU_GROUPS,
-                                 COEFF, GPU_SPLIT)
+TABLES: tuple[TempTable, ...] = (TASK_KEYS, TASK_STATE, FAILED_TASKS, POOL_WEIGHTS, REQUEST_PASS, GROUPS, METERS,
+                                 TASK_COUNTS, GPU_GROUPS, COEFF, GPU_SPLIT)
