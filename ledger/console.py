@@ -135,10 +135,12 @@ class Reading:
     through SQLAlchemy Core (:func:`ledger.store.reading`: the tables of :mod:`ledger.schema`, no
     SQLModel), so that it starts without the ORM; nothing is committed. Refusals as :class:`Ledger`."""
 
+    _opens = "reading"
+
     def __enter__(self):
         from . import store
 
-        self._cm = store.reading()
+        self._cm = getattr(store, self._opens)()
         try:
             return self._cm.__enter__()
         except store.StoreError:
@@ -148,6 +150,14 @@ class Reading:
 
     def __exit__(self, *exc):
         return self._cm.__exit__(*exc)
+
+
+class Writing(Reading):
+    """`with Writing() as conn:` a checked connection for a command that writes the ledger DB through
+    SQLAlchemy Core (:func:`ledger.store.writing`), in one transaction committed when the block ends
+    well (``ledger batches undo``). Refusals as :class:`Ledger`."""
+
+    _opens = "writing"
 
 
 #: The one meaning of --from and --to in every command that takes them, said by every help text.

@@ -450,14 +450,18 @@ def connect(committed: dict[str, list[str]], home: Path,
 
 
 def committed_batches(session) -> dict[str, list[str]]:
-    """``{kind: [batch ids]}`` of the committed batches in the ledger DB."""
-    from sqlmodel import select
+    """``{kind: [batch ids]}`` of the committed batches in the ledger DB (`session`: a session or a
+    Core connection; read through Core, :data:`ledger.schema.INGEST_BATCH`)."""
+    import sqlalchemy as sa
 
-    from .models import IngestBatch
+    from .schema import INGEST_BATCH, pending_written
 
+    pending_written(session)
     out: dict[str, list[str]] = {k: [] for k in KINDS}
-    for b in session.exec(select(IngestBatch).where(IngestBatch.status == "committed")):
-        out.setdefault(b.kind, []).append(b.id)
+    c = INGEST_BATCH.c
+    for kind, batch_id in session.execute(sa.select(c.kind, c.id).where(c.status == "committed")
+                                          .order_by(c.created_at, c.id)):
+        out.setdefault(kind, []).append(batch_id)
     return out
 
 

@@ -1,13 +1,15 @@
-"""The ledger DB's column types, and the tables a command reads without the SQLModel classes.
+"""The ledger DB's column types, and the tables a command reads or writes without the SQLModel classes.
 
 :class:`Money` and :class:`UTCDateTime` are the column types of :mod:`ledger.models` (which imports
-them from here). The tables below are SQLAlchemy Core descriptions of four tables of
-:mod:`ledger.models` (``ingest_batch``, ``allocation_run``, ``period``, ``period_signoff``): what
-``ledger batches``, ``ledger runs`` and a period's close read, so that these commands start without
-SQLModel, pydantic and the ORM (docs/scale.md, "Startup"). They are for reading; the SQLModel classes
-and the migrations make and write the tables. ``tests/test_schema.py`` checks that each agrees with
-its SQLModel class, column by column (name, order, type, length, nullability, key, foreign keys), so
-the two cannot drift.
+them from here). The tables below are SQLAlchemy Core descriptions of tables of :mod:`ledger.models`:
+what ``ledger batches``, ``ledger runs`` and a period's close read (``ingest_batch``,
+``allocation_run``, ``period``, ``period_signoff``), and what ``ledger ingest`` and the check of its
+batch read and write (``tenant``, ``product``, ``pool``, ``price_book``, ``price_entry``, and a
+sync's ``sync_watermark``), so that these commands start without SQLModel, pydantic and the ORM
+(docs/scale.md, "Startup"). The migrations make the tables; the SQLModel classes write what the
+other commands write. A Core table declares no defaults: who inserts through one gives every column.
+``tests/test_schema.py`` checks that each agrees with its SQLModel class, column by column (name,
+order, type, length, nullability, key, foreign keys), so the two cannot drift.
 """
 from __future__ import annotations
 
@@ -94,6 +96,14 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def pending_written(s) -> None:
+    """Flush the changes a session holds (when it flushes before its queries), so that a Core read
+    through it (the tables below, which the ORM does not flush for) sees them; a Core connection has
+    nothing pending."""
+    if getattr(s, "autoflush", False):
+        s.flush()
+
+
 #: The Core tables below, apart from SQLModel's metadata (they are never created from here).
 METADATA = sa.MetaData()
 
@@ -101,6 +111,66 @@ METADATA = sa.MetaData()
 def _col(name: str, type_, *args, nullable: bool = False, **kwargs) -> sa.Column:
     return sa.Column(name, type_, *args, nullable=nullable, **kwargs)
 
+
+def _dimension(name: str) -> sa.Table:
+    """A dimension table (``tenant``, ``product``, ``pool``): :class:`ledger.models.DimensionBase`."""
+    return sa.Table(name, METADATA, _col("name", sa.String(200), primary_key=True),
+                    _col("display_name", sa.String(200)), _col("owner", sa.String(200)),
+                    _col("created_at", UTCDateTime()))
+
+
+#: ``tenant``, ``product``, ``pool``: :class:`ledger.models.Tenant`, ``Product``, ``Pool``.
+TENANT, PRODUCT, POOL = (_dimension(n) for n in ("tenant", "product", "pool"))
+#: The dimensions a batch's names are registered in, by the name of their column.
+DIMENSIONS = {"tenant": TENANT, "product": PRODUCT}
+
+#: ``price_book``: :class:`ledger.models.PriceBookRow` (the check rebuilds the books from `content`).
+PRICE_BOOK = sa.Table(
+    "price_book", METADATA,
+    _col("id", sa.Integer(), primary_key=True),
+    _col("name", sa.String(200)),
+    _col("version", sa.String(100)),
+    _col("currency", sa.String(3)),
+    _col("source", sa.String()),
+    _col("retrieved_at", sa.Date()),
+    _col("digest", sa.String(64)),
+    _col("path", sa.String()),
+    _col("content", sa.Text()),
+    _col("loaded_at", UTCDateTime()),
+)
+
+#: ``price_entry``: :class:`ledger.models.PriceEntryRow` (the names the ingest expects: meters, SKUs, regions).
+PRICE_ENTRY = sa.Table(
+    "price_entry", METADATA,
+    _col("id", sa.Integer(), primary_key=True),
+    _col("book_id", sa.Integer(), sa.ForeignKey("price_book.id")),
+    _col("entry", sa.Integer()),
+    _col("meter", sa.String(100)),
+    _col("sku", sa.String(200)),
+    _col("region", sa.String(100)),
+    _col("purchase_option", sa.String(100)),
+    _col("provider", sa.String(200)),
+    _col("price", Money()),
+    _col("list_price", Money()),
+    _col("currency", sa.String(3)),
+    _col("per", sa.String(100)),
+    _col("effective_from", UTCDateTime()),
+    _col("effective_to", UTCDateTime(), nullable=True),
+    _col("source_url", sa.String()),
+    _col("tiers", sa.Text()),
+    _col("upfront", Money(), nullable=True),
+    _col("term", sa.String(100), nullable=True),
+)
+
+#: ``sync_watermark``: :class:`ledger.models.SyncWatermark` (written in the transaction of a sync's batch).
+SYNC_WATERMARK = sa.Table(
+    "sync_watermark", METADATA,
+    _col("source", sa.String(200), primary_key=True),
+    _col("kind", sa.String(40)),
+    _col("position", sa.Text()),
+    _col("batch_id", sa.String(40), nullable=True),
+    _col("updated_at", UTCDateTime()),
+)
 
 #: ``ingest_batch``: :class:`ledger.models.IngestBatch`.
 INGEST_BATCH = sa.Table(

@@ -486,3 +486,31 @@ def test_property_check_finds_exactly_the_prices_the_allocation_misses(prices, f
     event(f"prices missed: {len(missed) if len(missed) < 3 else '3+'}")
     assert found == missed
     assert all(f.kind in ("no_price", "no_gpu_price") and f.batches == ("b1",) for f in report.findings)
+
+
+def test_the_check_of_a_batch_reads_its_own_files_and_finds_what_the_whole_ledger_says_of_it(clean, tmp_path,
+                                                                                               monkeypatch):
+    """`check_ledger(batch=B)` (the check `ledger ingest` runs) reads B's own fact files and the whole
+    fleet, not every fact of the ledger, and finds what a check over every committed fact finds of B's
+    rows: for each batch of each kind, with an unpriced SKU and pools without fleet."""
+    from ledger.check import findings
+
+    ingest(tmp_path, "requests", f"""
+        {REQ_HEADER}
+        m1,2026-10-01T09:00:00Z,a,chat,gpt5-mini,,openai,t5,1000,0,100,ok
+        n1,2026-10-01T15:20:00Z,a,chat,llama,p1,,,10,0,5,ok
+        n2,2026-10-02T08:00:00Z,b,chat,llama,p10,,,10,0,5,ok
+    """, name="more")
+    with store.session() as s:
+        committed = facts.committed_batches(s)
+        batches = [(kind, b) for kind, ids in committed.items() for b in ids]
+        assert len(batches) >= 5
+        whole = {b: findings.check_ledger(s, batch=b) for _, b in batches}
+        read = []
+        real = findings._read_for
+        monkeypatch.setattr(findings, "_read_for", lambda c, b: read.append(real(c, b)) or c)
+        everything = {b: findings.check_ledger(s, batch=b) for _, b in batches}
+    assert whole == everything
+    assert any(r.findings for r in whole.values())
+    for (kind, b), r in zip(batches, read):
+        assert r == {k: ids if k == "fleet" else [b] if k == kind else [] for k, ids in committed.items()}

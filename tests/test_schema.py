@@ -1,5 +1,5 @@
-"""The Core tables of `ledger.schema` (what `ledger runs`, `ledger batches` and a period's close read
-without SQLModel) agree with the SQLModel classes of `ledger.models`, column by column, so the two
+"""The Core tables of `ledger.schema` (what `ledger runs`, `ledger batches`, a period's close and
+`ledger ingest` read and write without SQLModel) agree with the SQLModel classes of `ledger.models`, column by column, so the two
 cannot drift; and a row read through either is the same row."""
 from __future__ import annotations
 
@@ -37,9 +37,12 @@ def test_each_core_table_agrees_with_its_sqlmodel_class(core):
 
 
 def test_the_core_tables_are_those_the_light_commands_read():
-    assert set(schema.METADATA.tables) == {"ingest_batch", "allocation_run", "period", "period_signoff"}
-    assert {schema.INGEST_BATCH.name, schema.ALLOCATION_RUN.name, schema.PERIOD.name,
-            schema.PERIOD_SIGNOFF.name} == set(schema.METADATA.tables)
+    assert set(schema.METADATA.tables) == {"ingest_batch", "allocation_run", "period", "period_signoff", "tenant",
+                                           "product", "pool", "price_book", "price_entry", "sync_watermark"}
+    assert {schema.INGEST_BATCH.name, schema.ALLOCATION_RUN.name, schema.PERIOD.name, schema.PERIOD_SIGNOFF.name,
+            schema.TENANT.name, schema.PRODUCT.name, schema.POOL.name, schema.PRICE_BOOK.name, schema.PRICE_ENTRY.name,
+            schema.SYNC_WATERMARK.name} == set(schema.METADATA.tables)
+    assert schema.DIMENSIONS == {"tenant": schema.TENANT, "product": schema.PRODUCT}
 
 
 def test_the_column_finder_sees_a_difference():
@@ -88,3 +91,29 @@ def test_rows_read_through_core_are_the_rows_of_the_classes(ledger_home):
         assert [b._asdict() for b in batches] == [orm_batch.model_dump()]
         assert [r._asdict() for r in runs] == [orm_run.model_dump()]
     assert closing.signed and closing.by == "Dana Reyes" and closing.total == Decimal("1234.567890123456")
+
+
+@pytest.mark.store
+def test_what_the_ingest_writes_through_core_the_classes_read(ledger_home, tmp_path):
+    """A batch ingested through Core (its names registered, a fleet's pool) reads back through the
+    SQLModel classes with their defaults: display name the name, no owner, aware instants."""
+    from ledger import store
+    from ledger.ingest import ingest
+
+    requests = tmp_path / "r.csv"
+    requests.write_text("request_id,occurred_at,tenant,product,model,provider,input_tokens,output_tokens,status\n"
+                        "r-0,2026-10-05T10:00:00Z,acme,chat,gpt-5-mini,openai,100,20,ok\n")
+    fleet = tmp_path / "f.csv"
+    fleet.write_text("interval_id,pool,start,end,device,gpus,region,purchase_option,role\n"
+                     "i1,p1,2026-10-05T00:00:00Z,2026-10-05T01:00:00Z,H100,8,us,on_demand,serving\n")
+    first = ingest("requests", [requests], register_new=True)
+    second = ingest("fleet", [fleet])
+    with store.session() as s:
+        for model, name in ((models.Tenant, "acme"), (models.Product, "chat"), (models.Pool, "p1")):
+            row = s.get(model, name)
+            assert (row.display_name, row.owner, row.created_at.tzinfo) == (name, "", timezone.utc)
+        for result, kind in ((first, "requests"), (second, "fleet")):
+            b = s.get(models.IngestBatch, result.batch_id)
+            assert (b.kind, b.status, b.rows_new, b.as_adjustment, b.booked_period) == (kind, "committed", 1, False,
+                                                                                          None)
+            assert b.first_at.tzinfo == timezone.utc and b.created_at <= datetime.now(timezone.utc)

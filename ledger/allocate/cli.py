@@ -5,13 +5,13 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from .. import config, console, runs
-from ..reconcile import map_for
-from ..reports.render import summary_as_table
+from .. import config, console
 from ..vocab import EngineName
-from . import BASES, IDLE_POLICIES, Policy, parse_weights, spark
+from .records import BASES, IDLE_POLICIES
+
+# The allocation's stack (the engine, DuckDB, the runs, the reconciliation, the reports) is imported
+# by the command when it runs, so that `ledger allocate --help` starts without it (docs/scale.md, "Startup").
 
 #: The engines of the per-request work (`--engine`).
 ENGINES = tuple(EngineName)
@@ -62,6 +62,14 @@ def allocate_cmd(period: Optional[str] = typer.Option(None, "--period", help="ca
                                                                   "kind, category and tenant (docs/allocation.md)")
                  ) -> None:
     """Price every resource of the period, allocate it, check conservation, and write an immutable run."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .. import runs
+    from ..reconcile import map_for
+    from ..reports.render import summary_as_table
+    from . import spark
+    from .records import Policy, parse_weights
+
     console.words(NAMES)
     console.one_format(as_json, as_csv)
     start, end = console.period_bounds(period, frm, to)

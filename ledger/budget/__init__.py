@@ -7,13 +7,48 @@ TOML table), `parse` (load_plan / parse_plan), `forecast` (the priced lines and 
 `drivers` (why the forecast missed: the error split into drivers) and `usage` (the month's usage from
 the facts, for the drivers).
 The rules are in ``docs/budgets.md``.
+
+The names below are imported from their module when first used, so that ``ledger budget --help``
+(its ``cli``) starts without the package's stack (docs/scale.md, "Startup").
 """
 from __future__ import annotations
 
-from .actuals import RATIO_EXP, CompareRow, Comparison, compare
-from .drivers import DRIVERS, STATISTICS, Actuals, DriverRow, Drivers, PoolActual, TokenActual, explain
-from .forecast import Budget, ChargeRow, GpuRow, PoolSizing, PriceUse, VariableRow
-from .parse import load_plan, parse_plan
-from .plan import (SCENARIO_KNOBS, BudgetError, FixedCharge, MeterForecast, Plan, PoolPlan, Scenario, TokenForecast,
-                   month_bounds)
-from .pricing import QUANTITY_EXP, TOKEN_BUCKETS, budget
+import importlib
+from typing import TYPE_CHECKING
+
+#: name -> the module of this package that defines it
+_WHERE = {
+    **dict.fromkeys(("RATIO_EXP", "CompareRow", "Comparison", "compare"), "actuals"),
+    **dict.fromkeys(("DRIVERS", "STATISTICS", "Actuals", "DriverRow", "Drivers", "PoolActual", "TokenActual",
+                    "explain"), "drivers"),
+    **dict.fromkeys(("Budget", "ChargeRow", "GpuRow", "PoolSizing", "PriceUse", "VariableRow"), "forecast"),
+    **dict.fromkeys(("load_plan", "parse_plan"), "parse"),
+    **dict.fromkeys(("SCENARIO_KNOBS", "BudgetError", "FixedCharge", "MeterForecast", "Plan", "PoolPlan",
+                    "Scenario", "TokenForecast", "month_bounds"), "plan"),
+    **dict.fromkeys(("QUANTITY_EXP", "TOKEN_BUCKETS", "budget"), "pricing"),
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
+
+if TYPE_CHECKING:
+    from .actuals import RATIO_EXP, CompareRow, Comparison, compare
+    from .drivers import DRIVERS, STATISTICS, Actuals, DriverRow, Drivers, PoolActual, TokenActual, explain
+    from .forecast import Budget, ChargeRow, GpuRow, PoolSizing, PriceUse, VariableRow
+    from .parse import load_plan, parse_plan
+    from .plan import (SCENARIO_KNOBS, BudgetError, FixedCharge, MeterForecast, Plan, PoolPlan, Scenario, TokenForecast,
+                       month_bounds)
+    from .pricing import QUANTITY_EXP, TOKEN_BUCKETS, budget

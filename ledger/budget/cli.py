@@ -6,14 +6,17 @@ import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import click
 import typer
 from typer.core import TyperGroup
 
 from .. import console
-from . import Budget, budget, compare, load_plan
+
+if TYPE_CHECKING:  # the plan's stack (the pricing, the sizing, DuckDB) is imported by the commands when they
+    # run, so that `ledger budget --help` starts without it (docs/scale.md, "Startup")
+    from . import Budget
 
 #: How `ledger budget` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
 #: A plan's pool takes `repair = true` where `ledger size` takes --repair.
@@ -97,6 +100,8 @@ def compute(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Opti
 
 def _priced(plan_path: Path, scenarios: str | List[str] | None, pricebooks: Optional[List[Path]]):
     """(the Budget, the PriceIndex it was priced with), failing with one line per problem."""
+    from . import budget, load_plan
+
     console.words(NAMES)  # a BudgetError is printed by the root, one line per problem, in these words
     plan = load_plan(plan_path)
     names = scenario_names(scenarios)
@@ -182,6 +187,7 @@ def compare_cmd(plan: Path = typer.Argument(..., help="the plan (TOML)"),
     from .. import runs, store
     from .render import (comparison_as_json, comparison_as_table, comparison_with_drivers_as_csv, drivers_as_json,
                          drivers_as_table, drivers_notes)
+    from . import compare
     from .drivers import STATISTICS
     from .usage import month_actuals
 

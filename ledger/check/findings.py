@@ -371,17 +371,28 @@ def check_facts(con: duckdb.DuckDBPyConnection, *, index: PriceIndex | None, ten
                        checked=checked, findings=tuple(found))
 
 
+def _read_for(committed: dict[str, list[str]], batch: str | None) -> dict[str, list[str]]:
+    """The committed batches a check reads: all of them, but for the check of one `batch` only that
+    batch (every finding is about the batch's rows: :class:`Scope`), so that the check of a new batch
+    reads its own files rather than every fact of the ledger; the fleet is read whole all the same,
+    as requests are checked against the fleet of every batch (no_fleet)."""
+    if batch is None:
+        return committed
+    return {kind: ids if kind == "fleet" else [b for b in ids if b == batch] for kind, ids in committed.items()}
+
+
 def check_ledger(session, *, start: datetime | None = None, end: datetime | None = None, batch: str | None = None,
                  home: Path | None = None) -> CheckReport:
     """Check the ledger's committed facts against its loaded price books and registered tenants. The
-    facts are those of the ledger home `home` (its folder; default the configured one, resolved here)."""
+    facts are those of the ledger home `home` (its folder; default the configured one, resolved here).
+    `session`: a session or a Core connection (the books, batches and tenants are read through Core)."""
     from .. import config, store
 
     home = config.ledger_home() if home is None else home
 
     books = store.books_from_store(session)
     index = PriceIndex(books) if books else None
-    con = connect(facts.committed_batches(session), home)
+    con = connect(_read_for(facts.committed_batches(session), batch), home)
     try:
         return check_facts(con, index=index, tenants=store.dim_names(session, kind="tenant"), start=start, end=end,
                            batch=batch)

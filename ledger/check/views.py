@@ -24,7 +24,7 @@ def connect(committed: dict[str, list[str]], home: Path) -> duckdb.DuckDBPyConne
     the `batch` each row came from (its file's name, ``<batch>-<n>.parquet``)."""
     con = duck.connect("check", home=home)
     for kind in facts.KINDS:
-        files = [f for b in sorted(committed.get(kind, [])) for f in facts.batch_files(kind, b, home)]
+        files = facts.kind_files(kind, committed.get(kind, []), home)  # by batch, month, name: one listing
         if files:
             body = (f"SELECT * EXCLUDE (filename), regexp_replace(parse_filename(filename, true), '-[^-]*$', '') "
                     f"AS batch FROM ({facts.files_sql(kind, files, filename=True, con=con)})")

@@ -6,15 +6,47 @@ Modules: ``records`` (budgets, books, the rule, statuses, anomalies), ``parse`` 
 checked), ``book`` (store, read back, budgets in force), ``alerts`` (one run: spend by the
 allocation's rules), ``projection`` and ``anomalies`` (the two methods, pure), ``render`` (JSON,
 CSV, tables, the Slack text), ``webhook`` (the POST). Commands: ``cli`` (``budgets``, ``alerts``).
-The forecast budgets of a replica plan are another thing: :mod:`ledger.budget` (docs/alerts.md)."""
+The forecast budgets of a replica plan are another thing: :mod:`ledger.budget` (docs/alerts.md).
+
+The names below are imported from their module when first used, so that ``ledger budgets --help``
+and ``ledger alerts --help`` (its ``cli``) start without the package's stack (docs/scale.md, "Startup").
+"""
 from __future__ import annotations
 
-from .alerts import compute_alerts, scope_daily
-from .book import budget_books, budgets_in_force, current_versions, read_budget_book, store_budget_book
-from .parse import parse_budget_book
-from .records import (PROVISIONAL, Alerts, Anomaly, Budget, BudgetBook, BudgetStatus, GuardrailError, Rule,
-                      WebhookError)
+import importlib
+from typing import TYPE_CHECKING
+
+#: name -> the module of this package that defines it
+_WHERE = {
+    **dict.fromkeys(("compute_alerts", "scope_daily"), "alerts"),
+    **dict.fromkeys(("budget_books", "budgets_in_force", "current_versions", "read_budget_book",
+                    "store_budget_book"), "book"),
+    "parse_budget_book": "parse",
+    **dict.fromkeys(("PROVISIONAL", "Alerts", "Anomaly", "Budget", "BudgetBook", "BudgetStatus", "GuardrailError",
+                    "Rule", "WebhookError"), "records"),
+}
 
 __all__ = ["PROVISIONAL", "Alerts", "Anomaly", "Budget", "BudgetBook", "BudgetStatus", "GuardrailError", "Rule",
            "WebhookError", "budget_books", "budgets_in_force", "compute_alerts", "current_versions",
            "parse_budget_book", "read_budget_book", "scope_daily", "store_budget_book"]
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
+
+if TYPE_CHECKING:
+    from .alerts import compute_alerts, scope_daily
+    from .book import budget_books, budgets_in_force, current_versions, read_budget_book, store_budget_book
+    from .parse import parse_budget_book
+    from .records import (PROVISIONAL, Alerts, Anomaly, Budget, BudgetBook, BudgetStatus, GuardrailError, Rule,
+                          WebhookError)

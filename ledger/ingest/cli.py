@@ -10,14 +10,15 @@ import typer
 from rich.text import Text
 
 from .. import config
-from ..console import Ledger, Reading, err, fail, one_format, out, plural, print_csv, print_json
+from ..console import Reading, Writing, err, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
 from ..tables import FitTable
 from ..vocab import ADJUSTABLE
 
-# The ingest's stages (DuckDB, SQLModel, the checks, the adapters) are imported by the commands that
-# run them, not with this module: `ledger batches` and `ledger ingest --help` start without them
-# (docs/scale.md, "Startup"; tests/test_cli_startup.py).
+# The ingest's stages (DuckDB, the checks, the adapters) are imported by the commands that run them,
+# not with this module: `ledger batches` and `ledger ingest --help` start without them; the ingest,
+# the check of its batch and an undo read and write the ledger DB through SQLAlchemy Core, without
+# SQLModel (docs/scale.md, "Startup"; tests/test_cli_startup.py).
 
 #: source -> the kind of rows its adapter gives (``ingest KIND --source SOURCE``), for the help
 #: written without importing the adapters; tests/test_cli_startup.py checks it against
@@ -132,8 +133,8 @@ def _batch_warnings(result, home: Path) -> list[str]:
     from ..check import check_ledger
 
     try:
-        with Ledger() as s:
-            report = check_ledger(s, batch=result.batch_id, home=home)
+        with Reading() as conn:  # Core: the books, batches and tenants read without SQLModel
+            report = check_ledger(conn, batch=result.batch_id, home=home)
     except Exception as e:  # the batch is committed: a failing check must not turn it into a failure
         return [f"batch {result.batch_id} was not checked against the price books ({e}); run `ledger check`"]
     return [f.message for f in report.findings]
@@ -227,6 +228,6 @@ def register(app: typer.Typer) -> None:
         file again)."""
         from . import undo_batch
 
-        with Ledger() as s:
-            b = undo_batch(s, batch_id, home=config.home())
+        with Writing() as conn:  # Core, one transaction: the batch row removed, then its files
+            b = undo_batch(conn, batch_id, home=config.home())
         out.print(f"batch {b.id} ({b.kind}, {plural(b.rows_new, 'row')}) removed")

@@ -12,11 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
+import sqlalchemy as sa
 
 from .. import config, duck, facts, facts_layout, store
 from ..config import Home
 from ..errors import Problem
-from ..models import IngestBatch, Pool
+from ..schema import INGEST_BATCH, POOL, pending_written, utcnow
 from ..sqltext import literal as lit, quote_ident as q
 from . import enums
 from .dedupe import _already_ingested, key
@@ -88,8 +89,9 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     ledger = config.home() if home is None else home
     batch = Batch(kind=kind, paths=tuple(Path(p) for p in paths), fmt=fmt, register_new=register_new,
                   dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()), on_commit=on_commit)
-    with _lock(ledger.path), store.session(ledger.database_url) as s:
-        store.check_initialized(s)
+    # one Core connection, one transaction: the batch row, the names and pools it registers and a
+    # caller's hook (a sync's watermark) are committed together, without SQLModel (docs/scale.md, "Startup")
+    with _lock(ledger.path), store.writing(ledger.database_url) as s:
         sweep_orphans(s, ledger.path)
         facts_layout.migrate(ledger.path, locked=True)  # a home of the flat layout moves to month partitions
         with workspace(s, ledger.path, kind, on_step, on_progress) as ws:
@@ -99,11 +101,12 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
 @contextmanager
 def workspace(s, home: Path, kind: str, on_step: Callable[[str], None] | None = None,
               on_progress: Callable[[float], None] | None = None) -> Iterator[Workspace]:
-    """The workspace of one batch of `kind` in the ledger home `home` (its folder; `s`: a session on its
-    DB), and all its clean-up, in one place, whatever happens: the connection is closed (its temp
-    tables, views and ENUM types go with it), the staging folder and the scratch folder (links, the
-    unpacked copies of gzip files) are removed; and on a failure the fact files written for the batch
-    go too, unless its row was committed (the commit point)."""
+    """The workspace of one batch of `kind` in the ledger home `home` (its folder; `s`: a Core
+    connection to its DB, :func:`ledger.store.writing`), and all its clean-up, in one place, whatever
+    happens: the DuckDB connection is closed (its temp tables, views and ENUM types go with it), the
+    staging folder and the scratch folder (links, the unpacked copies of gzip files) are removed; and
+    on a failure the fact files written for the batch go too, unless its row was committed (the commit
+    point)."""
     batch_id = _new_batch_id()
     root = home / "facts"
     ws = Workspace(con=_connect(home), home=home, kind=kind, batch_id=batch_id, staging=root / "_staging" / batch_id,
@@ -120,12 +123,12 @@ def workspace(s, home: Path, kind: str, on_step: Callable[[str], None] | None = 
 
 
 def _drop_uncommitted(ws: Workspace, s) -> None:
-    """After a failure: the session rolled back, and the batch's fact files removed unless the store
+    """After a failure: the transaction rolled back, and the batch's fact files removed unless the store
     holds its row (committed just before the failure). Should the store not say, they stay: files of
     no committed batch are never read, and the next ingest sweeps them (:func:`sweep_orphans`)."""
     try:
         s.rollback()
-        if s.get(IngestBatch, ws.batch_id) is None:
+        if _batch_row(s, ws.batch_id) is None:
             for f in facts_layout.batch_paths(ws.kind, ws.batch_id, ws.home):
                 f.unlink(missing_ok=True)
     except Exception:  # noqa: BLE001 - the failure being raised is the one to tell
@@ -159,8 +162,8 @@ def _nothing_new(ws: Workspace, s, batch: Batch, files: Sequence[OpenFile],
     rows = sum(r.rows for r in reports)
     batch_id = None if batch.dry_run or not _keeps_empty(batch) else ws.batch_id
     if batch_id:
-        s.add(IngestBatch(id=batch_id, kind=batch.kind, status="committed", files=_files_json(files, reports),
-                          rows_read=rows, rows_new=0, rows_duplicate=rows))
+        _insert_batch(s, id=batch_id, kind=batch.kind, files=_files_json(files, reports), rows_read=rows, rows_new=0,
+                      rows_duplicate=rows)
     if not batch.dry_run:
         _hooked(s, batch, batch_id)
         s.commit()
@@ -224,24 +227,38 @@ def commit_batch(ws: Workspace, s, batch: Batch, read: Read, checked: Checked, k
     registered = {d: store.add_dims(s, kind=d, names=names) for d, names in checked.unknown.items()}
     if batch.kind == "fleet" and placed:
         written = ", ".join(lit(str(m)) for m in placed)
-        for (pool,) in ws.con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}], hive_partitioning=false)"
-                                      ).fetchall():
-            if s.get(Pool, pool) is None:
-                s.add(Pool(name=pool, display_name=pool))
+        pools = {p for (p,) in ws.con.execute(f"SELECT DISTINCT pool FROM read_parquet([{written}], "
+                                              "hive_partitioning=false)").fetchall()}
+        new_pools = sorted(pools - set(s.execute(sa.select(POOL.c.name)).scalars()))
+        if new_pools:
+            now = utcnow()
+            s.execute(sa.insert(POOL), [{"name": p, "display_name": p, "owner": "", "created_at": now}
+                                        for p in new_pools])
     first, last = _extent(ws.con, batch.kind, list(placed))
     booked_period = checked.booked_period
     batch_id = ws.batch_id if keyed.new_rows or any(registered.values()) or _keeps_empty(batch) else None
     if batch_id:
-        s.add(IngestBatch(id=batch_id, kind=batch.kind, status="committed",
-                          files=_files_json([f.file for f in read.files], read.reports),
-                          rows_read=read.rows, rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
-                          first_at=first, last_at=last, booked_period=booked_period,
-                          as_adjustment=bool(booked_period)))
+        _insert_batch(s, id=batch_id, kind=batch.kind, files=_files_json([f.file for f in read.files], read.reports),
+                      rows_read=read.rows, rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
+                      first_at=first, last_at=last, booked_period=booked_period, as_adjustment=bool(booked_period))
     _hooked(s, batch, batch_id)
     s.commit()  # the commit point of the batch
     return IngestResult(kind=batch.kind, batch_id=batch_id, files=read.reports, rows_read=read.rows,
                         rows_new=keyed.new_rows, rows_duplicate=keyed.duplicate_rows,
                         as_adjustment=bool(booked_period), booked_period=booked_period, registered=registered)
+
+
+def _insert_batch(s, **fields) -> None:
+    """The batch row, through Core (:data:`ledger.schema.INGEST_BATCH`), with the defaults of
+    :class:`ledger.models.IngestBatch` for the fields not given."""
+    row = {"status": "committed", "created_at": utcnow(), "first_at": None, "last_at": None, "booked_period": None,
+           "as_adjustment": False, **fields}
+    s.execute(sa.insert(INGEST_BATCH), [row])
+
+
+def _batch_row(s, batch_id: str) -> sa.Row | None:
+    """The row of a batch (a session or a connection `s`), or None."""
+    return s.execute(sa.select(INGEST_BATCH).where(INGEST_BATCH.c.id == batch_id)).first()
 
 
 def _keeps_empty(batch: Batch) -> bool:
@@ -278,17 +295,20 @@ def _extent(con, kind: str, files: list[Path]) -> tuple[datetime | None, datetim
 
 # ---- batches ------------------------------------------------------------------------------------
 
-def undo_batch(s, batch_id: str, *, home: Home | None = None) -> IngestBatch:
+def undo_batch(s, batch_id: str, *, home: Home | None = None) -> sa.Row:
     """Remove a committed batch whose period(s) are open: the DB row first (the commit point), then its
     files in every month partition (and a flat one of a home not yet migrated), under the ingest lock.
-    `s` is a session on the DB of the ledger `home` (default: the configured one, resolved here)."""
+    `s` is a session or a Core connection (:func:`ledger.store.writing`) on the DB of the ledger `home`
+    (default: the configured one, resolved here); the removal is committed on it. Returns the batch's
+    row as it was (fields as on :class:`ledger.models.IngestBatch`)."""
     folder = (config.home() if home is None else home).path
     with _lock(folder):
         return _undo(s, batch_id, folder)
 
 
-def _undo(s, batch_id: str, home: Path) -> IngestBatch:
-    b = s.get(IngestBatch, batch_id)
+def _undo(s, batch_id: str, home: Path) -> sa.Row:
+    pending_written(s)
+    b = _batch_row(s, batch_id)
     if b is None:
         raise store.StoreError(f"no batch {batch_id}")
     months = set()  # the month it was booked into and every month its rows count in
@@ -300,7 +320,7 @@ def _undo(s, batch_id: str, home: Path) -> IngestBatch:
     if closed:
         raise store.StoreError(f"batch {batch_id} touches closed period{'s' if len(closed) > 1 else ''} "
                                f"{', '.join(closed)}: it cannot be undone")
-    s.delete(b)
+    s.execute(sa.delete(INGEST_BATCH).where(INGEST_BATCH.c.id == batch_id))
     s.commit()
     for f in facts_layout.batch_paths(b.kind, batch_id, home):
         f.unlink(missing_ok=True)

@@ -5,11 +5,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlmodel import select
+import sqlalchemy as sa
 
 from .. import facts
 from ..errors import Problem
-from ..models import IngestBatch
+from ..schema import INGEST_BATCH
 from ..sqltext import literal as lit, quote_ident as q
 from .opening import _read_select, file_sha256
 from .records import MAX_PROBLEMS, FileReport, IngestError, Keyed, OpenFile, ReadFile
@@ -22,8 +22,9 @@ def _already_ingested(s, kind: str, files: Sequence[OpenFile]) -> tuple[FileRepo
     new: then every row of it is in the ledger already; else None. The size is compared first so
     that a new file costs no extra pass."""
     held: dict[int, list[dict]] = {}
-    for b in s.exec(select(IngestBatch).where(IngestBatch.kind == kind, IngestBatch.status == "committed",
-                                              IngestBatch.rows_duplicate == 0, IngestBatch.rows_new > 0)):
+    c = INGEST_BATCH.c
+    for b in s.execute(sa.select(c.files).where(c.kind == kind, c.status == "committed", c.rows_duplicate == 0,
+                                                c.rows_new > 0)):
         for f in json.loads(b.files):
             if "bytes" in f:
                 held.setdefault(f["bytes"], []).append(f)
@@ -140,8 +141,9 @@ def _conflict_problems(con, kind: str, files: Sequence[ReadFile], s) -> list[Pro
              f"({_read_select(kind, x.file, None, with_line=True)})) SEMI JOIN _clash USING ({keyl})"
              for i, x in enumerate(files)]
     con.execute(f"CREATE OR REPLACE TEMP TABLE _lines AS {' UNION ALL '.join(parts)}")
+    c = INGEST_BATCH.c
     batch_files = {b.id: ", ".join(f["path"] for f in json.loads(b.files))
-                   for b in s.exec(select(IngestBatch).where(IngestBatch.kind == kind))}
+                   for b in s.execute(sa.select(c.id, c.files).where(c.kind == kind))}
     rows = con.execute(f"""
         WITH firsts AS (SELECT *, row_number() OVER (PARTITION BY {keyl} ORDER BY src, _line) AS k FROM _lines)
         SELECT a.{key[0]}, a.src, a._line, b.src, b._line, NULL FROM firsts a JOIN firsts b USING ({keyl})

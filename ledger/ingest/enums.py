@@ -17,10 +17,10 @@ import csv
 import io
 from pathlib import Path
 
-from sqlmodel import select
+import sqlalchemy as sa
 
 from .. import facts
-from ..models import Pool, PriceEntryRow
+from ..schema import POOL, PRICE_ENTRY
 from ..sqltext import literal as lit, quote_ident as q
 
 SAMPLE_WINDOWS = 16  # spread over the file
@@ -34,10 +34,12 @@ FIXED_VALUES = {("requests", "status"): facts.REQUEST_STATUSES, ("requests", "se
 
 def expected_names(s, known: dict[str, set[str]]) -> dict[str, set[str]]:
     """Names the ledger knows, by column: registered tenants and products, pools, and the meters,
-    SKUs (models, devices) and regions of the loaded price books."""
-    entries = list(s.exec(select(PriceEntryRow.meter, PriceEntryRow.sku, PriceEntryRow.region).distinct()))
+    SKUs (models, devices) and regions of the loaded price books (read through Core: a session or a
+    connection `s`)."""
+    c = PRICE_ENTRY.c
+    entries = list(s.execute(sa.select(c.meter, c.sku, c.region).distinct()))
     skus = {e[1] for e in entries}
-    return {**known, "pool": set(s.exec(select(Pool.name))), "model": skus, "sku": skus, "device": skus,
+    return {**known, "pool": set(s.execute(sa.select(POOL.c.name)).scalars()), "model": skus, "sku": skus, "device": skus,
             "meter": {e[0] for e in entries}, "region": {e[2] for e in entries} - {"*"}}
 
 

@@ -170,8 +170,9 @@ class CommitHook:
     watermark of a live source: ``ledger.sync``), so that the two are committed together or not at
     all. Never called for a dry run, nor when the batch is refused. Fields:
 
-    - `write`: called with the ingest's session and the batch's id, just before the commit; it adds
-      its rows to the session (it does not commit). The id is None when no batch row is written
+    - `write`: called with the ingest's connection (SQLAlchemy Core, in the batch's transaction: it
+      writes through the tables of ``ledger.schema``) and the batch's id, just before the commit; it
+      executes its statements on it (it does not commit). The id is None when no batch row is written
       (`keep_empty` False and nothing new).
     - `keep_empty`: record a batch that adds no row (every row a duplicate of a committed one), as a
       plain ingest does; False for a source read again and again (a sync every minute would list a

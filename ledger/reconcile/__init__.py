@@ -9,15 +9,45 @@ true-up when it writes a run.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..hints import Hint, Hinted
-from .billmap import (MAPPED_CATEGORIES, MATCH, SECTIONS, BillMap, ReconcileError, Rule, load_map,
-                      map_from_bytes)
-from .bills import RESOURCE_KINDS, Bill, Billed, Resource, Unmatched, read_bill
-from .compare import Reconciliation, Row, priced_by_resource, reconcile, reconcile_run, resource_of
-from .drift import Drift, reported_drift
-from .trueup import BILL_ROW, true_up
+
+#: name -> the module of this package that defines it, imported when the name is first used, so that
+#: ``ledger reconcile --help`` (``reconcile.cli``) starts without DuckDB and the runs (docs/scale.md, "Startup")
+_WHERE = {
+    **dict.fromkeys(("MAPPED_CATEGORIES", "MATCH", "SECTIONS", "BillMap", "ReconcileError", "Rule", "load_map",
+                     "map_from_bytes"), "billmap"),
+    **dict.fromkeys(("RESOURCE_KINDS", "Bill", "Billed", "Resource", "Unmatched", "read_bill"), "bills"),
+    **dict.fromkeys(("Reconciliation", "Row", "priced_by_resource", "reconcile", "reconcile_run", "resource_of"),
+                    "compare"),
+    **dict.fromkeys(("Drift", "reported_drift"), "drift"),
+    **dict.fromkeys(("BILL_ROW", "true_up"), "trueup"),
+}
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
+
+if TYPE_CHECKING:
+    from .billmap import (MAPPED_CATEGORIES, MATCH, SECTIONS, BillMap, ReconcileError, Rule, load_map,
+                          map_from_bytes)
+    from .bills import RESOURCE_KINDS, Bill, Billed, Resource, Unmatched, read_bill
+    from .compare import Reconciliation, Row, priced_by_resource, reconcile, reconcile_run, resource_of
+    from .drift import Drift, reported_drift
+    from .trueup import BILL_ROW, true_up
 
 MAP_NAME = "bill-map.toml"
 
@@ -30,6 +60,8 @@ def default_map_path(home: Path) -> Path:
 def map_for(path: str | Path | None, home: Path) -> BillMap:
     """The map at `path`, or when none is named the ``bill-map.toml`` of the ledger home `home` (its
     folder); ReconcileError when there is none or it is not valid."""
+    from .billmap import ReconcileError, load_map
+
     if path is None:
         path = default_map_path(home)
         if not path.is_file():

@@ -7,10 +7,11 @@ from typing import Optional
 
 import typer
 
-from .. import config, console, runs
+from .. import config, console
 from ..hints import say
-from . import map_for, reconcile_run
-from .render import reconciliation_as_csv, reconciliation_as_json, reconciliation_as_table
+
+# The reconciliation's stack (the runs, DuckDB, the bill readers) is imported by the command when it
+# runs, so that `ledger reconcile --help` starts without it (docs/scale.md, "Startup").
 
 #: How `ledger reconcile` words the hints of what the library says (:mod:`ledger.hints`): key -> words.
 NAMES = {"bill_map": "name one with --bill-map MAP.toml", "true_up": "`allocate --true-up`",
@@ -33,6 +34,10 @@ def reconcile_cmd(period: Optional[str] = typer.Option(None, "--period", help="c
                                                                    "drift and total as CSV")) -> None:
     """Set the ledger's priced cost beside the cloud bill: per pool, provider and category, the
     unmatched bill cost, reported-cost drift per model, and one total line (priced, billed, variance)."""
+    from .. import runs
+    from . import map_for, reconcile_run
+    from .render import reconciliation_as_csv, reconciliation_as_json, reconciliation_as_table
+
     console.words(NAMES)
     console.one_format(as_json, as_csv)
     if old_map is not None:

@@ -15,7 +15,7 @@ _WHERE = {
                      "default_index", "dim_names", "list_dims", "loaded_books", "read_dims_csv", "store_book"),
                     "catalog"),
     **dict.fromkeys(("StoreError", "alembic_config", "check_initialized", "dispose_engines", "engine", "init_store",
-                     "migrations_dir", "reading", "session"), "db"),
+                     "migrations_dir", "reading", "session", "writing"), "db"),
     **dict.fromkeys(("close_period", "closed_periods", "current_open_period", "month_bounds", "month_of",
                      "months_between"), "periods"),
     **dict.fromkeys(("Closing", "closing", "closings", "sign_off", "signoff_problems"), "signoff"),
@@ -41,6 +41,6 @@ if TYPE_CHECKING:
     from .catalog import (DIM_CHUNK, DIM_MODELS, LoadResult, add_dim, add_dim_rows, add_dims, books_from_store,
                           default_index, dim_names, list_dims, loaded_books, read_dims_csv, store_book)
     from .db import (StoreError, alembic_config, check_initialized, dispose_engines, engine, init_store, migrations_dir,
-                     reading, session)
+                     reading, session, writing)
     from .periods import close_period, closed_periods, current_open_period, month_bounds, month_of, months_between
     from .signoff import Closing, closing, closings, sign_off, signoff_problems

@@ -9,18 +9,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Session, select
 
 from .. import config
-from ..models import FxRateRow, PriceBookRow, PriceEntryRow, Product, Tenant, utcnow
 from ..names import name_problem, text_problem
 from ..pricebook import Book, PriceIndex, default_paths, load_books, parse_book, unlocated
-from .db import StoreError, session
+from ..schema import DIMENSIONS, PRICE_BOOK, pending_written, utcnow
+from .db import StoreError, engine
 
-DIM_MODELS = {"tenant": Tenant, "product": Product}
+if TYPE_CHECKING:  # what registers names and reads books (the ingest, its check) does it through Core
+    # (the tables of ledger.schema); the SQLModel classes are imported by what writes them otherwise
+    from sqlmodel import Session
+
+
+def __getattr__(name: str):
+    """``DIM_MODELS`` (tenant, product -> their SQLModel classes), imported when first asked for."""
+    if name == "DIM_MODELS":
+        from ..models import Product, Tenant
+
+        return {"tenant": Tenant, "product": Product}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Rows per INSERT of :func:`add_dims` (one executemany each): bounds the memory of a million names.
 DIM_CHUNK = 50_000
 _NEWLINE = re.compile("\r\n|\r|\n")
@@ -53,7 +65,9 @@ def add_dim(s: Session, *, kind: str, name: str, display_name: str = "", owner: 
     A name that breaks the names rule (empty, white space around it, a control character, more
     than 200 characters), or a display name or owner with a control character or more than 200
     characters, is refused with a :class:`StoreError` before the database sees it."""
-    model = DIM_MODELS[kind]
+    from ..models import Product, Tenant
+
+    model = {"tenant": Tenant, "product": Product}[kind]
     bad = dim_problems(name=name, display_name=display_name, owner=owner)
     if bad:
         given = {"name": name, "display_name": display_name, "owner": owner}
@@ -66,7 +80,7 @@ def add_dim(s: Session, *, kind: str, name: str, display_name: str = "", owner: 
     return True
 
 
-def add_dims(s: Session, *, kind: str, names: Iterable[str]) -> list[str]:
+def add_dims(s: Session | sa.Connection, *, kind: str, names: Iterable[str]) -> list[str]:
     """Register many tenants or products at once (display name = name, no owner); returns the
     names it added, sorted. Names already registered are left as they are, and so is a name given
     twice. One SELECT of the registered names, then INSERTs of :data:`DIM_CHUNK` rows each (an
@@ -76,9 +90,10 @@ def add_dims(s: Session, *, kind: str, names: Iterable[str]) -> list[str]:
     return _insert_new(s, kind, {n: ("", "") for n in names})
 
 
-def _insert_new(s: Session, kind: str, rows: dict[str, tuple[str, str]]) -> list[str]:
-    """Insert the rows (name -> (display_name, owner)) whose name is not registered yet."""
-    model = DIM_MODELS[kind]
+def _insert_new(s: Session | sa.Connection, kind: str, rows: dict[str, tuple[str, str]]) -> list[str]:
+    """Insert the rows (name -> (display_name, owner)) whose name is not registered yet, through Core
+    (a session or a connection `s`)."""
+    table = DIMENSIONS[kind]
     bad = [(n, p) for n in rows if (p := name_problem(n))]
     if bad:
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
@@ -88,15 +103,18 @@ def _insert_new(s: Session, kind: str, rows: dict[str, tuple[str, str]]) -> list
         bad = [(f, p) for f, v in (("display_name", display), ("owner", owner)) if (p := text_problem(v))]
         if bad:
             raise StoreError(f"{kind} {shown(n)} " + "; ".join(f"{f}: {p}" for f, p in bad))
-    existing = set(s.exec(select(model.name)))
+    existing = dim_names(s, kind=kind)
     new = sorted(set(rows) - existing)
     if not new:
         return []
-    table = model.__table__
-    dialect = s.get_bind().dialect.name
+    dialect = (s.dialect if isinstance(s, sa.Connection) else s.get_bind().dialect).name
     if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
         stmt = pg_insert(table).on_conflict_do_nothing(index_elements=["name"])
     elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
         stmt = sqlite_insert(table).on_conflict_do_nothing(index_elements=["name"])
     else:
         stmt = sa.insert(table)
@@ -117,13 +135,19 @@ def add_dim_rows(s: Session, *, kind: str, rows: Iterable[dict]) -> int:
 
 
 def list_dims(s: Session, *, kind: str) -> list:
-    model = DIM_MODELS[kind]
+    from sqlmodel import select
+
+    from ..models import Product, Tenant
+
+    model = {"tenant": Tenant, "product": Product}[kind]
     return list(s.exec(select(model).order_by(model.name)))
 
 
-def dim_names(s: Session, *, kind: str) -> set[str]:
-    model = DIM_MODELS[kind]
-    return set(s.exec(select(model.name)))
+def dim_names(s: Session | sa.Connection, *, kind: str) -> set[str]:
+    """The registered names of a dimension (``tenant``, ``product``), read through Core."""
+    pending_written(s)
+    table = DIMENSIONS[kind]
+    return set(s.execute(sa.select(table.c.name)).scalars())
 
 
 def read_dims_csv(path: str | Path) -> tuple[list[dict], list[str]]:
@@ -188,6 +212,10 @@ class LoadResult:
 def store_book(s: Session, *, book: Book) -> LoadResult:
     """Store a validated book. A loaded version is immutable: the same content again is a no-op,
     different content under the same (name, version) is refused."""
+    from sqlmodel import select
+
+    from ..models import FxRateRow, PriceBookRow, PriceEntryRow
+
     existing = s.exec(select(PriceBookRow).where(PriceBookRow.name == book.name,
                                                  PriceBookRow.version == book.version)).first()
     if existing is not None:
@@ -215,10 +243,13 @@ def store_book(s: Session, *, book: Book) -> LoadResult:
     return LoadResult(book.ref, "loaded")
 
 
-def books_from_store(s: Session) -> list[Book]:
-    """Every loaded book version, rebuilt from the TOML content stored at load time."""
+def books_from_store(s: Session | sa.Connection) -> list[Book]:
+    """Every loaded book version, rebuilt from the TOML content stored at load time (read through
+    Core: a session or a connection)."""
+    pending_written(s)
     out = []
-    for row in s.exec(select(PriceBookRow).order_by(PriceBookRow.name, PriceBookRow.version)):
+    c = PRICE_BOOK.c
+    for row in s.execute(sa.select(c.name, c.version, c.path, c.content).order_by(c.name, c.version)):
         book, problems = parse_book(row.content, row.path or f"{row.name}@{row.version}")
         if book is None:  # cannot happen for content that validated at load; say so loudly if it does
             raise StoreError(f"stored book {row.name}@{row.version} no longer validates: "
@@ -232,10 +263,10 @@ def loaded_books(url: str | None = None) -> list[Book]:
     url = url or config.database_url()
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
         return []
-    with session(url) as s:
-        if not sa.inspect(s.connection()).has_table("price_book"):
+    with engine(url).connect() as conn:
+        if not sa.inspect(conn).has_table("price_book"):
             return []
-        return books_from_store(s)
+        return books_from_store(conn)
 
 
 def default_index() -> PriceIndex:

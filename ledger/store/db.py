@@ -1,5 +1,6 @@
-"""The ledger DB: engines per URL, sessions that commit or roll back, checked connections that only
-read (:func:`reading`: SQLAlchemy Core, no SQLModel), Alembic migrations."""
+"""The ledger DB: engines per URL, sessions that commit or roll back, checked Core connections that
+only read (:func:`reading`) or write in one transaction (:func:`writing`: SQLAlchemy Core, no
+SQLModel), Alembic migrations."""
 from __future__ import annotations
 
 import re
@@ -89,6 +90,22 @@ def reading(url: str | None = None) -> Iterator[sa.Connection]:
             yield conn
         finally:
             conn.rollback()
+
+
+@contextmanager
+def writing(url: str | None = None) -> Iterator[sa.Connection]:
+    """A connection to an initialized ledger DB (:func:`check_initialized`) for what writes it through
+    SQLAlchemy Core (the tables of :mod:`ledger.schema`: the ingest, an undo), without SQLModel: its
+    work is one transaction, committed when the block ends well (or by ``conn.commit()`` in it) and
+    rolled back on any error."""
+    with engine(url).connect() as conn:
+        try:
+            check_initialized(conn)
+            yield conn
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
 
 
 def alembic_config(url: str | None = None) -> Config:

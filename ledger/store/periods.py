@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from ..schema import PERIOD
+from ..schema import PERIOD, pending_written
 from .db import StoreError
 
 if TYPE_CHECKING:
@@ -54,14 +54,6 @@ def months_between(start: datetime, end: datetime) -> list[str]:
         out.append(f"{y:04d}-{m:02d}")
         y, m = (y + 1, 1) if m == 12 else (y, m + 1)
     return out
-
-
-def pending_written(s) -> None:
-    """Flush the changes a session holds (when it flushes before its queries), so that a Core read
-    through it (:mod:`ledger.schema`'s tables, which the ORM does not flush for) sees them; a Core
-    connection has nothing pending."""
-    if getattr(s, "autoflush", False):
-        s.flush()
 
 
 def closed_periods(s: Session | sa.Connection, names: Sequence[str] | None = None) -> list[str]:

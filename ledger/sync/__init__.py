@@ -14,11 +14,39 @@ batches, each with its watermark committed in the batch's transaction.
 
 It sits beside ingest, to its right: it imports ingest (and the store, the facts), never the other
 way round.
+
+The names below are imported from their module when first used, so that ``ledger sync --help``
+and ``ledger otlp serve --help`` (its ``cli``) start without the package's stack (docs/scale.md, "Startup").
 """
 from __future__ import annotations
 
-from .config import Source, SyncConfigError, load
-from .runner import SourceReport, run
-from .state import Busy
+import importlib
+from typing import TYPE_CHECKING
+
+#: name -> the module of this package that defines it
+_WHERE = {
+    **dict.fromkeys(("Source", "SyncConfigError", "load"), "config"),
+    **dict.fromkeys(("SourceReport", "run"), "runner"),
+    "Busy": "state",
+}
 
 __all__ = ["Busy", "Source", "SourceReport", "SyncConfigError", "load", "run"]
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
+
+if TYPE_CHECKING:
+    from .config import Source, SyncConfigError, load
+    from .runner import SourceReport, run
+    from .state import Busy

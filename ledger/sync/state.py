@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from .. import store
 from ..config import Home
 from ..errors import LedgerError
 from ..ingest import CommitHook
-from ..models import SyncWatermark
+from ..schema import SYNC_WATERMARK
 
 #: The sync lock and the sources' work folders are under ``<home>/sync/``.
 FOLDER = "sync"
@@ -35,36 +37,43 @@ class Mark:
 
 def read(home: Home, source: str) -> Mark:
     """The watermark of `source` in the ledger `home` (an empty one when it was never read)."""
-    with store.session(home.database_url) as s:
-        row = s.get(SyncWatermark, source)
+    with store.reading(home.database_url) as conn:
+        row = _row(conn, source)
         if row is None:
             return Mark(position={})
         return Mark(position=json.loads(row.position), batch_id=row.batch_id, updated_at=row.updated_at)
+
+
+def _row(s, source: str) -> sa.Row | None:
+    return s.execute(sa.select(SYNC_WATERMARK).where(SYNC_WATERMARK.c.source == source)).first()
 
 
 def hook(source: str, kind: str, change: Callable[[dict, str | None], dict], *,
          keep_empty: bool = False) -> CommitHook:
     """The ``CommitHook`` that moves the watermark of `source` (of `kind`) in the batch's transaction:
     `change` takes the position stored (read in that transaction) and the batch's id (None when the
-    batch adds no row and so writes none), and returns the new position."""
+    batch adds no row and so writes none), and returns the new position. It writes through Core
+    (:data:`ledger.schema.SYNC_WATERMARK`) on the ingest's connection, or on any connection or session."""
 
     def write(s, batch_id: str | None) -> None:
-        row = s.get(SyncWatermark, source)
+        row = _row(s, source)
+        before = json.loads(row.position) if row is not None and row.position else {}
+        values = {"position": json.dumps(change(before, batch_id), sort_keys=True),
+                  "updated_at": datetime.now(timezone.utc)}
+        if batch_id is not None:
+            values["batch_id"] = batch_id
         if row is None:
-            row = SyncWatermark(source=source, kind=kind)
-        before = json.loads(row.position) if row.position else {}
-        row.position = json.dumps(change(before, batch_id), sort_keys=True)
-        row.batch_id = batch_id if batch_id is not None else row.batch_id
-        row.updated_at = datetime.now(timezone.utc)
-        s.add(row)
+            s.execute(sa.insert(SYNC_WATERMARK), [{"source": source, "kind": kind, "batch_id": None, **values}])
+        else:
+            s.execute(sa.update(SYNC_WATERMARK).where(SYNC_WATERMARK.c.source == source).values(**values))
 
     return CommitHook(write=write, keep_empty=keep_empty)
 
 
 def touch(home: Home, source: str, kind: str, change: Callable[[dict, str | None], dict]) -> None:
     """Move a watermark with no batch (a read that found nothing: its time, for the schedule hint)."""
-    with store.session(home.database_url) as s:
-        hook(source, kind, change).write(s, None)
+    with store.writing(home.database_url) as conn:
+        hook(source, kind, change).write(conn, None)
 
 
 class Busy(LedgerError):  # noqa: N818 - a state, not a failure: the run exits 0 saying so
