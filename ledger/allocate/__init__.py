@@ -13,41 +13,23 @@ without the engine, its SQL and DuckDB's relations (docs/scale.md, "Startup").
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it
-_WHERE = {
-    **dict.fromkeys(("ChargeDay", "price_charges"), "charges"),
-    "allocate": "engine",
-    **dict.fromkeys(("Coefficient", "_apply_gpu_split", "gpu_coefficients"), "gpu"),
-    **dict.fromkeys(("Inputs", "given", "inputs_in_place"), "period"),
-    **dict.fromkeys(("PoolHour", "meter_category", "price_fleet", "price_meters", "price_provider"), "pricing"),
-    **dict.fromkeys(("BASES", "CATEGORIES", "CHARGE_CATEGORY", "DAY_US", "EPOCH", "FLAG_KINDS", "HOUR_US",
-                     "IDLE_POLICIES", "KINDS", "LINE_KINDS", "TOKEN_BUCKETS", "TOKEN_METERS", "VARIANCE", "WORK",
-                     "Allocation", "AllocationError", "Flag", "Line", "Policy", "Tasks", "Usage", "Weights",
-                     "parse_weights", "period_label"), "records"),
-}
-#: the submodules, imported when first named as attributes of the package
-_MODULES = ("charges", "cli", "engine", "engines", "gpu", "idle", "lines", "period", "pricing", "records", "spark",
-            "sql", "tables")
+from .. import lazy
 
-__all__ = sorted(n for n in _WHERE if not n.startswith("_"))
-
-
-def __getattr__(name: str):
-    if name in _MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE, *_MODULES})
+# each name is imported from its module when first used
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".charges": ("ChargeDay", "price_charges"),
+    ".engine": ("allocate",),
+    ".gpu": ("Coefficient", "_apply_gpu_split", "gpu_coefficients"),
+    ".period": ("Inputs", "given", "inputs_in_place"),
+    ".pricing": ("PoolHour", "meter_category", "price_fleet", "price_meters", "price_provider"),
+    ".records": ("BASES", "CATEGORIES", "CHARGE_CATEGORY", "DAY_US", "EPOCH", "FLAG_KINDS", "HOUR_US",
+                 "IDLE_POLICIES", "KINDS", "LINE_KINDS", "TOKEN_BUCKETS", "TOKEN_METERS", "VARIANCE", "WORK",
+                 "Allocation", "AllocationError", "Flag", "Line", "Policy", "Tasks", "Usage", "Weights",
+                 "parse_weights", "period_label"),
+}, modules=("charges", "cli", "engine", "engines", "gpu", "idle", "lines", "period", "pricing", "records", "spark",
+            "sql", "tables"))
 
 
 if TYPE_CHECKING:

@@ -13,35 +13,20 @@ The names below are imported from their module when first used, so that ``ledger
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it
-_WHERE = {
-    **dict.fromkeys(("RATIO_EXP", "CompareRow", "Comparison", "compare"), "actuals"),
-    **dict.fromkeys(("DRIVERS", "STATISTICS", "Actuals", "DriverRow", "Drivers", "PoolActual", "TokenActual",
-                    "explain"), "drivers"),
-    **dict.fromkeys(("Budget", "ChargeRow", "GpuRow", "PoolSizing", "PriceUse", "VariableRow"), "forecast"),
-    **dict.fromkeys(("load_plan", "parse_plan"), "parse"),
-    **dict.fromkeys(("SCENARIO_KNOBS", "BudgetError", "FixedCharge", "MeterForecast", "Plan", "PoolPlan",
-                    "Scenario", "TokenForecast", "month_bounds"), "plan"),
-    **dict.fromkeys(("QUANTITY_EXP", "TOKEN_BUCKETS", "budget"), "pricing"),
-}
+from .. import lazy
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".actuals": ("RATIO_EXP", "CompareRow", "Comparison", "compare"),
+    ".drivers": ("DRIVERS", "STATISTICS", "Actuals", "DriverRow", "Drivers", "PoolActual", "TokenActual", "explain"),
+    ".forecast": ("Budget", "ChargeRow", "GpuRow", "PoolSizing", "PriceUse", "VariableRow"),
+    ".parse": ("load_plan", "parse_plan"),
+    ".plan": ("SCENARIO_KNOBS", "BudgetError", "FixedCharge", "MeterForecast", "Plan", "PoolPlan", "Scenario",
+              "TokenForecast", "month_bounds"),
+    ".pricing": ("QUANTITY_EXP", "TOKEN_BUCKETS", "budget"),
+})
 
 
 if TYPE_CHECKING:

@@ -5,32 +5,18 @@ targets. `findings` computes the report (one DuckDB pass per kind of facts), `re
 `views` holds the facts it reads; `ledger ingest` prints the same findings for the batch it wrote."""
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it, imported when the name is first used, so that
-#: `ledger check --help` (``check.cli``) starts without DuckDB and the allocation (docs/scale.md, "Startup")
-_WHERE = {
-    **dict.fromkeys(("BUCKET_SQL", "CHARGE_RULES", "FINDING_KINDS", "CheckReport", "Finding", "check_facts",
-                     "check_ledger"), "findings"),
-    **dict.fromkeys(("FIELDS", "findings_as_csv", "findings_as_json", "findings_as_table", "summary_line"), "render"),
-    "connect": "views",
-}
+from .. import lazy
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used, so that
+# `ledger check --help` (``check.cli``) starts without DuckDB and the allocation (docs/scale.md, "Startup")
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".findings": ("BUCKET_SQL", "CHARGE_RULES", "FINDING_KINDS", "CheckReport", "Finding", "check_facts",
+                  "check_ledger"),
+    ".render": ("FIELDS", "findings_as_csv", "findings_as_json", "findings_as_table", "summary_line"),
+    ".views": ("connect",),
+})
 
 
 if TYPE_CHECKING:

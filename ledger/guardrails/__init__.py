@@ -13,35 +13,18 @@ and ``ledger alerts --help`` (its ``cli``) start without the package's stack (do
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it
-_WHERE = {
-    **dict.fromkeys(("compute_alerts", "scope_daily"), "alerts"),
-    **dict.fromkeys(("budget_books", "budgets_in_force", "current_versions", "read_budget_book",
-                    "store_budget_book"), "book"),
-    "parse_budget_book": "parse",
-    **dict.fromkeys(("PROVISIONAL", "Alerts", "Anomaly", "Budget", "BudgetBook", "BudgetStatus", "GuardrailError",
-                    "Rule", "WebhookError"), "records"),
-}
+from .. import lazy
 
-__all__ = ["PROVISIONAL", "Alerts", "Anomaly", "Budget", "BudgetBook", "BudgetStatus", "GuardrailError", "Rule",
-           "WebhookError", "budget_books", "budgets_in_force", "compute_alerts", "current_versions",
-           "parse_budget_book", "read_budget_book", "scope_daily", "store_budget_book"]
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".alerts": ("compute_alerts", "scope_daily"),
+    ".book": ("budget_books", "budgets_in_force", "current_versions", "read_budget_book", "store_budget_book"),
+    ".parse": ("parse_budget_book",),
+    ".records": ("PROVISIONAL", "Alerts", "Anomaly", "Budget", "BudgetBook", "BudgetStatus", "GuardrailError",
+                 "Rule", "WebhookError"),
+})
 
 
 if TYPE_CHECKING:

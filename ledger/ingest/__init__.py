@@ -27,36 +27,21 @@ ledger is a ``ledger.config.Home`` passed down from the command (or resolved onc
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it, imported when the name is first used (``from
-#: ledger.ingest import ingest``), so that ``ledger batches`` and ``ledger ingest --help``
-#: (``ingest.cli``) start without the stages, DuckDB or SQLModel (docs/scale.md, "Startup")
-_WHERE = {
-    "enums": None,  # the module itself
-    **dict.fromkeys(("ingest", "sweep_orphans", "undo_batch"), "commit"),
-    "list_batches": "batches",
-    **dict.fromkeys(("NUMPY_SORT_MAX_ROWS", "hashes_repeat"), "dedupe"),
-    "parquet_direct": "opening",
-    **dict.fromkeys(("ADJUSTABLE", "FORMATS", "CommitHook", "MAX_LINE_BYTES", "MAX_PROBLEMS", "PARQUET_OPTIONS",
-                     "FileReport", "IngestError", "IngestResult", "OpenFile", "Origin", "first_line"), "records"),
-}
+from .. import lazy
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(f"{__name__}.{_WHERE[name] or name}")
-    value = module if _WHERE[name] is None else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used (``from
+# ledger.ingest import ingest``), so that ``ledger batches`` and ``ledger ingest --help``
+# (``ingest.cli``) start without the stages, DuckDB or SQLModel (docs/scale.md, "Startup")
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".commit": ("ingest", "sweep_orphans", "undo_batch"),
+    ".batches": ("list_batches",),
+    ".dedupe": ("NUMPY_SORT_MAX_ROWS", "hashes_repeat"),
+    ".opening": ("parquet_direct",),
+    ".records": ("ADJUSTABLE", "FORMATS", "CommitHook", "MAX_LINE_BYTES", "MAX_PROBLEMS", "PARQUET_OPTIONS",
+                 "FileReport", "IngestError", "IngestResult", "OpenFile", "Origin", "first_line"),
+}, modules=("enums",))
 
 
 if TYPE_CHECKING:

@@ -9,36 +9,22 @@ true-up when it writes a run.
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import lazy
 from ..hints import Hint, Hinted
 
-#: name -> the module of this package that defines it, imported when the name is first used, so that
-#: ``ledger reconcile --help`` (``reconcile.cli``) starts without DuckDB and the runs (docs/scale.md, "Startup")
-_WHERE = {
-    **dict.fromkeys(("MAPPED_CATEGORIES", "MATCH", "SECTIONS", "BillMap", "ReconcileError", "Rule", "load_map",
-                     "map_from_bytes"), "billmap"),
-    **dict.fromkeys(("RESOURCE_KINDS", "Bill", "Billed", "Resource", "Unmatched", "read_bill"), "bills"),
-    **dict.fromkeys(("Reconciliation", "Row", "priced_by_resource", "reconcile", "reconcile_run", "resource_of"),
-                    "compare"),
-    **dict.fromkeys(("Drift", "reported_drift"), "drift"),
-    **dict.fromkeys(("BILL_ROW", "true_up"), "trueup"),
-}
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used, so that
+# ``ledger reconcile --help`` (``reconcile.cli``) starts without DuckDB and the runs (docs/scale.md, "Startup")
+__getattr__, __dir__, _ = lazy.attach(__name__, {
+    ".billmap": ("MAPPED_CATEGORIES", "MATCH", "SECTIONS", "BillMap", "ReconcileError", "Rule", "load_map",
+                 "map_from_bytes"),
+    ".bills": ("RESOURCE_KINDS", "Bill", "Billed", "Resource", "Unmatched", "read_bill"),
+    ".compare": ("Reconciliation", "Row", "priced_by_resource", "reconcile", "reconcile_run", "resource_of"),
+    ".drift": ("Drift", "reported_drift"),
+    ".trueup": ("BILL_ROW", "true_up"),
+})
 
 
 if TYPE_CHECKING:

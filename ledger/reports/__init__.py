@@ -6,35 +6,21 @@ back by :mod:`ledger.runs`; `render` turns a report into JSON, CSV or a rich tab
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module that defines it, imported when the name is first used (``from ledger.reports
-#: import unit_economics``), so that `ledger runs` (``reports.cli``, ``reports.listing``) starts
-#: without the economics and the allocation (docs/scale.md, "Startup")
-_WHERE = {
-    **dict.fromkeys(("ALL_IN", "ALL_IN_DEFINITION", "BY", "NO_SUCCESS", "NO_TOKENS", "OWN_DEFINITION", "RATIO_EXP",
-                     "Report", "Row", "RunData", "RunInfo", "lines_frame", "run_data_of", "summary",
-                     "unit_economics"), "ledger.economics"),
-    **dict.fromkeys(("load_report", "run_data_of_stored"), "ledger.runs"),
-    **dict.fromkeys(("TENANT_METRICS", "runs_as_json", "tenants_as_csv", "tenants_as_table", "unit_economics_as_csv",
-                     "unit_economics_as_json", "unit_economics_as_table"), "ledger.reports.render"),
-}
+from .. import lazy
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used (``from ledger.reports
+# import unit_economics``), so that `ledger runs` (``reports.cli``, ``reports.listing``) starts
+# without the economics and the allocation (docs/scale.md, "Startup")
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    "ledger.economics": ("ALL_IN", "ALL_IN_DEFINITION", "BY", "NO_SUCCESS", "NO_TOKENS", "OWN_DEFINITION",
+                         "RATIO_EXP", "Report", "Row", "RunData", "RunInfo", "lines_frame", "run_data_of", "summary",
+                         "unit_economics"),
+    "ledger.runs": ("load_report", "run_data_of_stored"),
+    "ledger.reports.render": ("TENANT_METRICS", "runs_as_json", "tenants_as_csv", "tenants_as_table",
+                              "unit_economics_as_csv", "unit_economics_as_json", "unit_economics_as_table"),
+})
 
 
 if TYPE_CHECKING:

@@ -20,30 +20,16 @@ and ``ledger otlp serve --help`` (its ``cli``) start without the package's stack
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it
-_WHERE = {
-    **dict.fromkeys(("Source", "SyncConfigError", "load"), "config"),
-    **dict.fromkeys(("SourceReport", "run"), "runner"),
-    "Busy": "state",
-}
+from .. import lazy
 
-__all__ = ["Busy", "Source", "SourceReport", "SyncConfigError", "load", "run"]
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".config": ("Source", "SyncConfigError", "load"),
+    ".runner": ("SourceReport", "run"),
+    ".state": ("Busy",),
+})
 
 
 if TYPE_CHECKING:

@@ -10,32 +10,16 @@ The names below are imported from their module when first used, so that ``ledger
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it
-_WHERE = {
-    **dict.fromkeys(("load_scenario", "parse_scenario"), "parse"),
-    **dict.fromkeys(("SCENARIO", "Reroute", "Scenario", "ScenarioError", "ScenarioResult", "SelfHost", "Sized",
-                    "Where"), "records"),
-    "run_scenario": "run",
-}
+from .. import lazy
 
-__all__ = ["SCENARIO", "Reroute", "Scenario", "ScenarioError", "ScenarioResult", "SelfHost", "Sized", "Where",
-           "load_scenario", "parse_scenario", "run_scenario"]
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".parse": ("load_scenario", "parse_scenario"),
+    ".records": ("SCENARIO", "Reroute", "Scenario", "ScenarioError", "ScenarioResult", "SelfHost", "Sized", "Where"),
+    ".run": ("run_scenario",),
+})
 
 
 if TYPE_CHECKING:

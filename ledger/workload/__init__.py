@@ -11,31 +11,15 @@ workload``), so that ``ledger workload --help`` (``workload.cli``) starts withou
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-#: name -> the module of this package that defines it
-_WHERE = {
-    **dict.fromkeys(("check_window", "largest_rise", "largest_rise_of", "window_label", "workload", "workload_of"),
-                    "compute"),
-    **dict.fromkeys(("DAYS", "TPM_STATS", "Bursts", "Percentiles", "Workload", "WorkloadError"), "records"),
-}
+from .. import lazy
 
-__all__ = ["DAYS", "TPM_STATS", "Bursts", "Percentiles", "Workload", "WorkloadError", "check_window", "largest_rise",
-           "largest_rise_of", "window_label", "workload", "workload_of"]
-
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+# each name is imported from its module when first used
+__getattr__, __dir__, __all__ = lazy.attach(__name__, {
+    ".compute": ("check_window", "largest_rise", "largest_rise_of", "window_label", "workload", "workload_of"),
+    ".records": ("DAYS", "TPM_STATS", "Bursts", "Percentiles", "Workload", "WorkloadError"),
+})
 
 
 if TYPE_CHECKING:
