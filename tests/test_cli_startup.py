@@ -20,9 +20,6 @@ from ledger import cli
 HEAVY = ("pandas", "altair", "streamlit", "pyspark")
 #: What the root (``import ledger.cli``, ``ledger --help``, ``ledger version``) needs none of either.
 STACK = ("duckdb", "sqlalchemy", "sqlmodel", "alembic", "pint", "numpy", "pyarrow", "openpyxl")
-#: Commands whose own work is a data frame or the dashboard server: they import pandas when they run,
-#: as `ledger demo` writes its inputs with it and `ledger dashboard` starts Streamlit's server.
-USES_PANDAS = {"demo", "dashboard"}
 
 
 def _imported(code: str) -> list[str]:
@@ -44,7 +41,7 @@ def test_the_root_answers_without_the_ledgers_stages(args):
     assert _imported(code) == []
 
 
-@pytest.mark.parametrize("name", [c.name for c in cli.COMMANDS if c.name not in USES_PANDAS])
+@pytest.mark.parametrize("name", [c.name for c in cli.COMMANDS])
 def test_a_command_imports_no_data_frames_nor_dashboard_nor_spark(name):
     loaded = _imported(f"from ledger.cli import load\nload({name!r})")
     assert not set(loaded) & set(HEAVY), f"ledger {name} imports {sorted(set(loaded) & set(HEAVY))} to start"
@@ -197,18 +194,11 @@ def test_a_features_help_imports_none_of_its_stack(args):
     assert _ran(args) == []
 
 
-#: The commands whose own `--help` still imports their stack, because their `cli.py` (or their package's
-#: `__init__`) imports it at the top: what is left of issue 27 item 1 (docs/scale.md, "Startup").
-HELP_STILL_HEAVY = {"export", "demo", "dashboard"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(c.name, marks=pytest.mark.xfail(
-    strict=True, reason="its cli.py imports its stack at the top")) if c.name in HELP_STILL_HEAVY else c.name
-    for c in cli.COMMANDS])
+@pytest.mark.parametrize("name", [c.name for c in cli.COMMANDS])
 def test_every_commands_own_help_imports_none_of_the_stack(name):
     """`ledger NAME --help` is typer's and the option texts: none of DuckDB, SQLAlchemy, SQLModel,
-    pydantic, pint, numpy, pyarrow, openpyxl or the data frames. A command of HELP_STILL_HEAVY that
-    becomes light fails here (strict): take it off the list."""
+    pydantic, pint, numpy, pyarrow, openpyxl or the data frames: a command's `cli.py` imports its stack
+    in the command, and its package's `__init__` names its modules lazily (`ledger.lazy`)."""
     assert _ran([name, "--help"]) == []
 
 

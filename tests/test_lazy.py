@@ -9,8 +9,8 @@ import pytest
 
 from ledger import lazy
 
-PACKAGES = ("allocate", "budget", "check", "guardrails", "ingest", "reconcile", "reports", "store", "sync", "whatif",
-            "workload")
+PACKAGES = ("allocate", "budget", "check", "dashboard", "demo", "export", "guardrails", "ingest", "reconcile",
+            "reports", "store", "sync", "whatif", "workload")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -19,8 +19,8 @@ def preload() -> None:
     import pyarrow  # noqa: F401
     from babel import Locale
 
-    from .. import dashboard  # noqa: F401  (economics, tenants, planning, prices, state)
-    from . import reconcile, workload  # noqa: F401
+    # the readers (the package names them lazily: its modules are imported here, not by the package)
+    from . import drill, economics, planning, prices, reconcile, state, tenants, workload  # noqa: F401
     from ..workload import render  # noqa: F401
 
     Locale.parse("en_US")  # babel's locale data, read once
