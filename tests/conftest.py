@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+# The width of the terminal pytest runs in never reaches a test: the CLI's prose wraps at `COLUMNS` when
+# it is set (``console.Out``, whose width rich reads when the console is made, at import) and typer's help
+# at `TERMINAL_WIDTH`, and a test's expected text is the unwrapped line. A test that wants a width passes
+# it (``runner.invoke(..., env={"COLUMNS": "160"})``). Removed here, before any test module imports ledger.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("TERMINAL_WIDTH", None)
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
