@@ -22,5 +22,5 @@ def iso(at: datetime | None) -> str | None:
 
 def period_label(start: datetime, end: datetime) -> dict[str, str]:
     """``{"start": ISO, "end": ISO}`` of a period (end exclusive), as every report and JSON document
-    says one (the allocation's ``records.period_label`` gives the same)."""
+    says one (``ledger.allocate.records`` names this one too)."""
     return {"start": iso(start), "end": iso(end)}

@@ -9,7 +9,7 @@ from decimal import Decimal
 from babel.numbers import list_currencies
 
 from ..errors import LedgerError
-from ..instants import iso
+from ..instants import iso, period_label  # noqa: F401  (period_label: said here too)
 from ..money import ZERO
 from ..vocab import Category, ChargeCategory, LineKind
 
@@ -234,8 +234,3 @@ def _at(us: int) -> datetime:
 
 def _seconds(us: int) -> Decimal:
     return Decimal(us).scaleb(-6)
-
-
-def period_label(start: datetime, end: datetime) -> dict[str, str]:
-    """``{"start": ISO, "end": ISO}`` of a period (end exclusive)."""
-    return {"start": iso(start), "end": iso(end)}
