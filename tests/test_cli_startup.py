@@ -163,6 +163,30 @@ def test_a_one_row_ingest_and_its_check_import_no_sqlmodel_pint_numpy_nor_arrow(
 
 
 @pytest.mark.store
+def test_a_one_row_ingest_and_its_check_share_one_duckdb_database_and_draw_no_progress_bar(a_ledger):
+    """The check of the new batch runs in the ingest's DuckDB connection and DB connection (one
+    DuckDB database, not two); with stderr no terminal, rich's progress bar is not even imported.
+    The check's warnings are said all the same."""
+    row = a_ledger / "another.csv"
+    row.write_text("request_id,occurred_at,tenant,product,model,provider,input_tokens,output_tokens,status\n"
+                   "r-1,2026-10-05T10:00:00Z,acme,chat,gpt-5-mini,openai,100,20,ok\n")
+    code = ("import sys\nfrom ledger import duck\nopened = []\nconnect = duck.connect\n"
+            "def counted(purpose, **kw):\n    opened.append(purpose)\n    return connect(purpose, **kw)\n"
+            "duck.connect = counted\n"
+            "from typer.testing import CliRunner\nfrom ledger.cli import app\n"
+            f"r = CliRunner().invoke(app, ['ingest', 'requests', {str(row)!r}, '--json'])\n"
+            "assert r.exit_code == 0, r.output\n"
+            "import json\nprint(json.dumps({'opened': opened, 'warnings': json.loads(r.stdout)['warnings'], "
+            "'progress': 'rich.progress' in sys.modules, 'tables': 'rich.table' in sys.modules}))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["opened"] == ["ingest"], got
+    assert any("gpt-5-mini" in w for w in got["warnings"]), got  # the batch was checked against the books
+    assert not got["progress"] and not got["tables"], got
+
+
+@pytest.mark.store
 def test_a_fleet_ingest_and_an_undo_import_no_sqlmodel(a_ledger):
     """A fleet batch registers its pools, and `batches undo` removes a batch, through Core too."""
     import sqlalchemy as sa

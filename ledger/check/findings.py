@@ -195,7 +195,7 @@ def _token_findings(con, index: PriceIndex, scope: Scope, span: str) -> list[Fin
     shape = ", ".join(f"({BUCKET_SQL[b]}) > 0" for b in _SHAPE)
     rows = con.execute(f"""
         SELECT model, coalesce(region, '*'), coalesce(provider, '*'), coalesce(service_tier, 'standard'), {span},
-               {shape}, count(*), min(epoch_us(booked_at)), max(epoch_us(booked_at)), list(DISTINCT batch)
+               {shape}, count(*), min(epoch_us(booked_at)), max(epoch_us(booked_at)), {scope.batches()}
         FROM requests WHERE pool IS NULL AND {scope.instant('booked_at')} GROUP BY ALL""").fetchall()
     acc: dict[tuple, _Acc] = {}
     falls: dict[tuple, str] = {}
@@ -225,7 +225,7 @@ def _meter_findings(con, index: PriceIndex, scope: Scope, span: str) -> list[Fin
     """Meters: price_meters looks up (meter, sku, region or ``*``, purchase option ``*``)."""
     rows = con.execute(f"""
         SELECT meter, sku, coalesce(region, '*'), {span}, count(*), min(epoch_us(booked_at)),
-               max(epoch_us(booked_at)), list(DISTINCT batch)
+               max(epoch_us(booked_at)), {scope.batches()}
         FROM meters WHERE {scope.instant('booked_at')} GROUP BY ALL""").fetchall()
     acc: dict[tuple, _Acc] = {}
     for meter, sku, region, _span, n, first, last, batches in rows:
@@ -249,7 +249,7 @@ def _fleet_findings(con, index: PriceIndex, scope: Scope) -> list[Finding]:
         WITH f AS (SELECT *, {a} AS a, {b} AS b FROM fleet WHERE {scope.span('start', 'end')}),
              p AS (SELECT f.*, greatest(f.a, coalesce(s.lo, f.a)) AS lo, least(f.b, coalesce(s.hi, f.b)) AS hi, s.i
                    FROM f JOIN _spans s ON (s.lo IS NULL OR f.b > s.lo) AND (s.hi IS NULL OR f.a < s.hi))
-        SELECT device, region, purchase_option, i, min(epoch_us(lo)), max(epoch_us(hi)), list(DISTINCT batch),
+        SELECT device, region, purchase_option, i, min(epoch_us(lo)), max(epoch_us(hi)), {scope.batches()},
                list(DISTINCT interval_id), list(DISTINCT pool)
         FROM p GROUP BY ALL""").fetchall()
     acc: dict[tuple, _Acc] = {}
@@ -287,13 +287,13 @@ def _pool_findings(con, scope: Scope) -> list[Finding]:
         WITH f AS (SELECT * FROM fleet WHERE role = 'serving' AND {in_period}),
              h AS (SELECT pool, CAST(make_timestamp(hour_us) AS TIMESTAMPTZ) AS hour, n, a, z, batches FROM (
                    SELECT pool, {_HOUR_US} AS hour_us, count(*) AS n, min(epoch_us(booked_at)) AS a,
-                          max(epoch_us(booked_at)) AS z, list(DISTINCT batch) AS batches
+                          max(epoch_us(booked_at)) AS z, {scope.batches()} AS batches
                    FROM requests WHERE pool IS NOT NULL AND {scope.instant('booked_at')} GROUP BY ALL))
         SELECT h.pool, sum(h.n), min(h.a), max(h.z), count(*), flatten(list(h.batches)),
                h.pool IN (SELECT pool FROM f) AS served
         FROM h ANTI JOIN f ON f.pool = h.pool AND f."start" < h.hour + INTERVAL 1 HOUR AND f."end" > h.hour
         GROUP BY h.pool ORDER BY h.pool""").fetchall()
-    pools = {p for (p,) in con.execute("SELECT DISTINCT pool FROM fleet").fetchall()}
+    pools = {p for (p,) in con.execute("SELECT DISTINCT pool FROM fleet").fetchall()} if rows else set()
     out = []
     for pool, n, first, last, hours, batches, served in rows:
         a = _Acc()
@@ -312,7 +312,7 @@ def _charge_findings(con, scope: Scope, tenants: set[str]) -> list[Finding]:
     """Charges whose rule names an unregistered tenant, or is no rule at all (allocate/charges.py
     strips the rule and the tenant name)."""
     rows = con.execute(f"""
-        SELECT trim(allocate), count(*), min(epoch_us(period_start)), max(epoch_us(period_end)), list(DISTINCT batch),
+        SELECT trim(allocate), count(*), min(epoch_us(period_start)), max(epoch_us(period_end)), {scope.batches()},
                list(DISTINCT charge_id ORDER BY charge_id)
         FROM charges WHERE {scope.span('period_start', 'period_end')} GROUP BY ALL ORDER BY 1""").fetchall()
     out = []
@@ -335,12 +335,17 @@ def _charge_findings(con, scope: Scope, tenants: set[str]) -> list[Finding]:
     return out
 
 
-def _checked(con, scope: Scope) -> dict[str, int]:
-    sql = {"requests": f"SELECT count(*) FROM requests WHERE {scope.instant('booked_at')}",
-           "meters": f"SELECT count(*) FROM meters WHERE {scope.instant('booked_at')}",
-           "fleet": f"SELECT count(*) FROM fleet WHERE {scope.span('start', 'end')}",
-           "charges": f"SELECT count(*) FROM charges WHERE {scope.span('period_start', 'period_end')}"}
-    return {k: int(con.execute(q).fetchone()[0]) for k, q in sql.items()}
+def _checked(con, scope: Scope) -> tuple[dict[str, int], int]:
+    """The rows in scope of each kind (what the report says it checked), and of them the requests on
+    no pool (what is priced by tokens; the rest are on a pool): one statement, one scan a kind."""
+    rows = con.execute(f"""
+        SELECT * FROM (SELECT count(*), count(*) FILTER (WHERE pool IS NULL) FROM requests
+                       WHERE {scope.instant('booked_at')}),
+                      (SELECT count(*) FROM meters WHERE {scope.instant('booked_at')}),
+                      (SELECT count(*) FROM fleet WHERE {scope.span('start', 'end')}),
+                      (SELECT count(*) FROM charges WHERE {scope.span('period_start', 'period_end')})""").fetchone()
+    requests, unpooled, meters, fleet, charges = (int(n) for n in rows)
+    return {"requests": requests, "meters": meters, "fleet": fleet, "charges": charges}, unpooled
 
 
 def check_facts(con: duckdb.DuckDBPyConnection, *, index: PriceIndex | None, tenants: Iterable[str],
@@ -350,20 +355,29 @@ def check_facts(con: duckdb.DuckDBPyConnection, *, index: PriceIndex | None, ten
     overlap); `batch` to the rows of one batch (the fleet and tenants they are checked against stay
     the whole ledger's)."""
     scope = Scope(start, end, batch)
-    checked = _checked(con, scope)
+    checked, unpooled = _checked(con, scope)
+    # each pass reads only rows the counts took in (the same scope): a pass with none (in the check
+    # of a batch, every kind but the batch's own) has no finding, and its facts are not read again
+    has = {k: n > 0 for k, n in checked.items()}
     found: list[Finding] = []
     if index is None or not index.books:
-        priced = con.execute(f"SELECT count(*) FROM requests WHERE pool IS NULL AND {scope.instant('booked_at')}"
-                             ).fetchone()[0] + checked["meters"] + checked["fleet"]
+        priced = unpooled + checked["meters"] + checked["fleet"]
         if priced:
             found.append(Finding(kind="no_price_books", source="price books", count=int(priced),
                                  message=f"no price books are loaded: {priced} usage{'' if priced == 1 else 's'} "
                                          "cannot be priced (run `ledger pricebook load`)"))
-    else:
+    elif unpooled or has["meters"] or has["fleet"]:
         span = price_spans(con, index)
-        found += _token_findings(con, index, scope, span) + _meter_findings(con, index, scope, span)
-        found += _fleet_findings(con, index, scope)
-    found += _pool_findings(con, scope) + _charge_findings(con, scope, set(tenants))
+        if unpooled:
+            found += _token_findings(con, index, scope, span)
+        if has["meters"]:
+            found += _meter_findings(con, index, scope, span)
+        if has["fleet"]:
+            found += _fleet_findings(con, index, scope)
+    if checked["requests"] > unpooled:
+        found += _pool_findings(con, scope)
+    if has["charges"]:
+        found += _charge_findings(con, scope, set(tenants))
     order = {k: i for i, k in enumerate(FINDING_KINDS)}
     found.sort(key=lambda f: (order[f.kind], f.source, f.meter, f.sku, f.region, f.purchase_option, f.provider,
                               f.pool, f.target))
@@ -382,19 +396,23 @@ def _read_for(committed: dict[str, list[str]], batch: str | None) -> dict[str, l
 
 
 def check_ledger(session, *, start: datetime | None = None, end: datetime | None = None, batch: str | None = None,
-                 home: Path | None = None) -> CheckReport:
+                 home: Path | None = None, con: duckdb.DuckDBPyConnection | None = None) -> CheckReport:
     """Check the ledger's committed facts against its loaded price books and registered tenants. The
     facts are those of the ledger home `home` (its folder; default the configured one, resolved here).
-    `session`: a session or a Core connection (the books, batches and tenants are read through Core)."""
+    `session`: a session or a Core connection (the books, batches and tenants are read through Core).
+    `con`: a DuckDB connection to make the check's views in and leave open (the ingest's, for the
+    check of the batch it wrote); without one the check opens its own and closes it."""
     from .. import config, store
 
     home = config.ledger_home() if home is None else home
 
     books = store.books_from_store(session)
     index = PriceIndex(books) if books else None
-    con = connect(_read_for(facts.committed_batches(session), batch), home)
+    own = con is None
+    con = connect(_read_for(facts.committed_batches(session), batch), home, con)
     try:
         return check_facts(con, index=index, tenants=store.dim_names(session, kind="tenant"), start=start, end=end,
                            batch=batch)
     finally:
-        con.close()
+        if own:
+            con.close()

@@ -18,11 +18,14 @@ def at_us(us: int | None) -> datetime | None:
     return None if us is None else _EPOCH + timedelta(microseconds=us)
 
 
-def connect(committed: dict[str, list[str]], home: Path) -> duckdb.DuckDBPyConnection:
+def connect(committed: dict[str, list[str]], home: Path,
+            con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
     """DuckDB views ``requests, meters, outcomes, fleet, charges`` over the committed batches, read as
     :func:`ledger.facts.connect` reads them (the facts of the ledger home `home`), with one more column:
-    the `batch` each row came from (its file's name, ``<batch>-<n>.parquet``)."""
-    con = duck.connect("check", home=home)
+    the `batch` each row came from (its file's name, ``<batch>-<n>.parquet``). The views are made in
+    `con` when one is given (the ingest's own, for the check of the batch it wrote: one DuckDB
+    database for both), else in a new connection."""
+    con = duck.connect("check", home=home) if con is None else con
     for kind in facts.KINDS:
         files = facts.kind_files(kind, committed.get(kind, []), home)  # by batch, month, name: one listing
         if files:
@@ -43,6 +46,12 @@ class Scope:
 
     def _batch(self) -> str:
         return f" AND batch = {literal(self.batch)}" if self.batch else ""
+
+    def batches(self) -> str:
+        """The SQL of the list of the batches of a group's rows: the one batch of a check restricted
+        to it (every row in scope is of that batch), else ``list(DISTINCT batch)`` (which costs about
+        as much as the rest of a group-by of 2M rows)."""
+        return f"[{literal(self.batch)}]" if self.batch else "list(DISTINCT batch)"
 
     def instant(self, col: str) -> str:
         sql = "true"
@@ -70,7 +79,7 @@ def price_spans(con: duckdb.DuckDBPyConnection, index: PriceIndex) -> str:
     cuts = sorted({t for p in index.prices() for t in (p.effective_from, p.effective_to) if t is not None})
     bounds = [None, *cuts, None]
     con.execute("CREATE OR REPLACE TEMP TABLE _spans (i INTEGER, lo TIMESTAMPTZ, hi TIMESTAMPTZ)")
-    con.executemany("INSERT INTO _spans VALUES (?, ?, ?)",
-                    [(i, bounds[i], bounds[i + 1]) for i in range(len(cuts) + 1)])
+    at = [("NULL" if t is None else f"TIMESTAMPTZ '{iso(t)}'") for t in bounds]  # one INSERT, not one a span
+    con.execute("INSERT INTO _spans VALUES " + ", ".join(f"({i}, {at[i]}, {at[i + 1]})" for i in range(len(cuts) + 1)))
     whens = " ".join(f"WHEN booked_at < TIMESTAMPTZ '{iso(t)}' THEN {i}" for i, t in enumerate(cuts))
     return f"CASE {whens} ELSE {len(cuts)} END" if cuts else "0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.text import Text
@@ -12,8 +12,10 @@ from rich.text import Text
 from .. import config
 from ..console import Reading, Writing, err, fail, one_format, out, plural, print_csv, print_json
 from ..formats import count
-from ..tables import FitTable
 from ..vocab import ADJUSTABLE
+
+if TYPE_CHECKING:  # rich's tables are imported by `ledger batches`, which prints one
+    from ..tables import FitTable
 
 # The ingest's stages (DuckDB, the checks, the adapters) are imported by the commands that run them,
 # not with this module: `ledger batches` and `ledger ingest --help` start without them; the ingest,
@@ -42,11 +44,9 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
              "(docs/adapters.md)")
     if map_path is not None and source is None:
         fail("--map is read only with --source SOURCE (the files are in the ledger's own format otherwise)")
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
     show = sys.stderr.isatty() and not as_json
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                        TimeElapsedColumn(), console=err, transient=True, disable=not show)
+    progress = _progress() if show else _NoProgress()  # rich's progress bar imported only to be shown
+    checked: list[list[str]] = []  # the warnings of the batch's check, when the ingest ran it (`after`)
     with progress:
         task = progress.add_task(f"ingest {kind}", total=100)
 
@@ -66,12 +66,14 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
 
             result = ingest_bill(files, **opts)
         elif source is None:
-            result = ingest(kind, files, **opts)
+            # the batch checked in the ingest's DuckDB database and DB connection (docs/scale.md, "Startup")
+            result = ingest(kind, files, **opts,
+                            after=lambda done, s, con: checked.append(_batch_warnings(done, home.path, s, con)))
         else:
             from .sources import ingest_from
 
             result = ingest_from(source, kind, files, map_path, **opts)
-    warnings = _batch_warnings(result, home.path)
+    warnings = checked[0] if checked else _batch_warnings(result, home.path)
     if as_json:
         print_json({**result.as_dict(), "warnings": warnings})
         return
@@ -108,6 +110,8 @@ def _when(iso: str | None, length: int) -> str:
 def batches_as_table(data: list[dict]) -> FitTable:
     """The batches of `ledger batches` (the dicts of its JSON) for a person: an id whole, paths
     folded, never cut; counts grouped; instants in UTC."""
+    from ..tables import FitTable
+
     t = FitTable(title=f"batches ({count(len(data))}; times UTC)")
     t.add_column("batch", numeric=False)  # one word: whole, to copy into `batches undo` (a narrow terminal stacks)
     for name in ("kind", "created"):
@@ -124,20 +128,50 @@ def batches_as_table(data: list[dict]) -> FitTable:
     return t
 
 
-def _batch_warnings(result, home: Path) -> list[str]:
+def _batch_warnings(result, home: Path, conn=None, con=None) -> list[str]:
     """`ledger check` restricted to the batch just written: a SKU with no price, a pool with no fleet,
     an unknown charge target show up now, not at month end. Warnings only: the batch is valid data
-    and stays (the price may be loaded later), so they never change the exit code (docs/check.md)."""
+    and stays (the price may be loaded later), so they never change the exit code (docs/check.md).
+    `conn` and `con`: the ingest's DB connection and DuckDB connection, when it runs the check
+    (``ingest(after=...)``); else a connection of its own and the check's DuckDB database."""
     if result.dry_run or not result.batch_id or not result.rows_new:
         return []
     from ..check import check_ledger
 
     try:
-        with Reading() as conn:  # Core: the books, batches and tenants read without SQLModel
-            report = check_ledger(conn, batch=result.batch_id, home=home)
+        if conn is not None:
+            report = check_ledger(conn, batch=result.batch_id, home=home, con=con)
+        else:
+            with Reading() as conn:  # Core: the books, batches and tenants read without SQLModel
+                report = check_ledger(conn, batch=result.batch_id, home=home)
     except Exception as e:  # the batch is committed: a failing check must not turn it into a failure
         return [f"batch {result.batch_id} was not checked against the price books ({e}); run `ledger check`"]
     return [f.message for f in report.findings]
+
+
+def _progress():
+    """rich's progress bar of the ingest, on stderr (shown on a terminal only, and never with --json)."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                    TimeElapsedColumn(), console=err, transient=True)
+
+
+class _NoProgress:
+    """What the ingest tells a progress bar that is not shown (stderr is no terminal, or --json):
+    nothing, and without importing rich's progress bar (a disabled one draws nothing either)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def add_task(self, *args, **kwargs) -> int:
+        return 0
+
+    def update(self, *args, **kwargs) -> None:
+        return None
 
 
 def _one_of(names: list[str]) -> str:

@@ -67,7 +67,8 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
            on_step: Callable[[str], None] | None = None,
            on_progress: Callable[[float], None] | None = None,
            origins: Sequence[Origin] = (), home: Home | None = None,
-           on_commit: CommitHook | None = None) -> IngestResult:
+           on_commit: CommitHook | None = None,
+           after: Callable[[IngestResult, object, duckdb.DuckDBPyConnection], None] | None = None) -> IngestResult:
     """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
 
     `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
@@ -76,7 +77,12 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     ``ledger.ingest.sources``, the bill). `home` is the ledger to ingest into (``ledger.config.Home``:
     its folder and DB); without one, the configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL),
     resolved here once: nothing below reads the environment. `on_commit` (a ``CommitHook``) is
-    written in the transaction of the batch row (a sync's watermark)."""
+    written in the transaction of the batch row (a sync's watermark). `after(result, s, con)` is
+    called once the batch is committed (or found held already), still under the lock, with the
+    ledger DB's Core connection `s` and the batch's DuckDB connection `con` (its workspace's, open
+    until `after` returns): ``ledger ingest`` checks the batch with them, so that the ingest and the
+    check of its batch share one DuckDB database and one DB connection. It must not raise: the batch
+    is committed already (an error would still be raised to the caller)."""
     if kind not in facts.KINDS:
         raise IngestError([Problem(file=kind, message=f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
@@ -95,7 +101,10 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
         sweep_orphans(s, ledger.path)
         facts_layout.migrate(ledger.path, locked=True)  # a home of the flat layout moves to month partitions
         with workspace(s, ledger.path, kind, on_step, on_progress) as ws:
-            return _ingest(ws, s, batch)
+            result = _ingest(ws, s, batch)
+            if after is not None:
+                after(result, s, ws.con)
+            return result
 
 
 @contextmanager

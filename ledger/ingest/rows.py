@@ -42,13 +42,32 @@ def _summary(con, kind: str, staged: Path) -> tuple[int, int, dict[str, list[str
     spec = facts.KINDS[kind]
     first, last = spec.dated_by[0], spec.dated_by[-1]
     hi = f"max({q(last)}) FILTER (WHERE NOT _bad)" + (" - INTERVAL 1 MICROSECOND" if len(spec.dated_by) == 2 else "")
-    dist = _distinct_columns(kind)
-    lists = "".join(f", list(DISTINCT {q(c)}::VARCHAR) FILTER (WHERE {q(c)} IS NOT NULL)" for c in dist)
-    rows, n_bad, lo, up, *values = con.execute(
-        f"SELECT count(*), count(*) FILTER (WHERE _bad), min({q(first)}) FILTER (WHERE NOT _bad), {hi}{lists} "
+    rows, n_bad, lo, up = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE _bad), min({q(first)}) FILTER (WHERE NOT _bad), {hi} "
         f"FROM {_pq(staged)}").fetchone()
     months = set(store.months_between(lo, up)) if lo is not None else set()
-    return rows, n_bad, {c: sorted(v or []) for c, v in zip(dist, values)}, months
+    return rows, n_bad, _distinct_values(con, kind, staged), months
+
+
+def _distinct_values(con, kind: str, staged: Path) -> dict[str, list[str]]:
+    """The distinct values (as text, NULL apart) of each column of :func:`_distinct_columns` in a
+    staged file, sorted: one GROUP BY GROUPING SETS, a set per column, whose row for a value holds
+    it in that column and NULL in the others. A ``list(DISTINCT ...)`` per column beside the counts
+    said the same in one statement, but DuckDB's DISTINCT aggregates cost most of the summary: 0.06
+    CPU-seconds of a one-row file (now about 0.01 with the counts), 0.21 of 2M requests (now 0.16)."""
+    dist = _distinct_columns(kind)
+    if not dist:
+        return {}
+    values: dict[str, set[str]] = {c: set() for c in dist}
+    cols = ", ".join(q(c) for c in dist)
+    text = ", ".join(f"{q(c)}::VARCHAR AS {q(c)}" for c in dist)
+    sets = ", ".join(f"({q(c)})" for c in dist)
+    for row in con.execute(f"SELECT {cols} FROM (SELECT {text} FROM {_pq(staged)}) "
+                           f"GROUP BY GROUPING SETS ({sets})").fetchall():
+        for c, v in zip(dist, row):
+            if v is not None:
+                values[c].add(v)
+    return {c: sorted(v) for c, v in values.items()}
 
 
 def _distinct_columns(kind: str) -> list[str]:
