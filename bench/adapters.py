@@ -42,19 +42,21 @@ values = { "http://vllm-h100:8000/v1" = "h100-chat", "http://vllm-l40s:8000/v1" 
 """
 
 PLAIN = """
-import json, sys, time
+import json, os, sys, time
 from ledger.ingest import ingest
-t = time.perf_counter()
+cpu = lambda: sum(os.times()[:2])
+t, c = time.perf_counter(), cpu()
 r = ingest("requests", [sys.argv[1]], register_new=True)
-print(json.dumps({"seconds": time.perf_counter() - t, "new": r.rows_new}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": cpu() - c, "new": r.rows_new}))
 """
 
 ADAPTER = """
-import json, sys, time
+import json, os, sys, time
 from ledger.ingest.sources import ingest_from
-t = time.perf_counter()
+cpu = lambda: sum(os.times()[:2])
+t, c = time.perf_counter(), cpu()
 r = ingest_from("litellm", "requests", [sys.argv[1]], sys.argv[1] + ".map.toml", register_new=True)
-print(json.dumps({"seconds": time.perf_counter() - t, "new": r.rows_new}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": cpu() - c, "new": r.rows_new}))
 """
 
 REFERENCE = """
@@ -126,6 +128,10 @@ def main() -> None:
     load.append(uptime())
     med = {k: statistics.median(r[0]["seconds"] for r in v) for k, v in runs.items()}
     paired = [a[0]["seconds"] / p[0]["seconds"] for p, a in zip(runs["plain"], runs["adapter"])]
+    # CPU-seconds (user + system, every thread of the child) of the same runs: on a shared machine the
+    # wall-clock ratio swings with the load, the CPU ratio much less
+    cpu = {k: statistics.median(r[0]["cpu"] for r in runs[k]) for k in ("plain", "adapter")}
+    paired_cpu = [a[0]["cpu"] / p[0]["cpu"] for p, a in zip(runs["plain"], runs["adapter"])]
     rss = {k: max(r[1] for r in v) for k, v in runs.items()}
     result = {
         "rows": args.rows, "repeat": args.repeat, "litellm_file_mib": round(lite.stat().st_size / 2**20, 1),
@@ -137,6 +143,9 @@ def main() -> None:
         "adapter_vs_reference": round(med["adapter"] / med["reference"], 2),
         "adapter_vs_plain": round(med["adapter"] / med["plain"], 2),
         "adapter_vs_plain_paired": round(statistics.median(paired), 2), "paired": [round(x, 2) for x in paired],
+        **{f"{k}_cpu_seconds": round(v, 3) for k, v in cpu.items()},
+        "adapter_vs_plain_cpu_paired": round(statistics.median(paired_cpu), 2),
+        "paired_cpu": [round(x, 2) for x in paired_cpu],
         "load": load,
         "all_seconds": {k: [round(r[0]["seconds"], 3) for r in v] for k, v in runs.items()},
     }
@@ -155,6 +164,9 @@ def main() -> None:
           f"{r['adapter_vs_plain']}x the plain ingest")
     print(f"  ratio to the plain ingest of the same rows, each repeat's own (run back to back): "
           f"{r['adapter_vs_plain_paired']}x (median of {r['paired']}; target 1.5x)")
+    print(f"  CPU-seconds (user + system): plain {r['plain_cpu_seconds']:.2f}, --source litellm "
+          f"{r['adapter_cpu_seconds']:.2f}; each repeat's own ratio {r['adapter_vs_plain_cpu_paired']}x "
+          f"(median of {r['paired_cpu']})")
     print(f"  all runs (s): {r['all_seconds']}")
     print("load: " + " | ".join(load))
 
