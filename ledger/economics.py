@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, localcontext
 
-from .allocate import CATEGORIES, KINDS, VARIANCE, Allocation, Flag, Line, Tasks, Usage, period_label
+from .allocate import CATEGORIES, KINDS, VARIANCE, Allocation, Flag, Line, Tasks, Usage
 from .allocate.charges import ChargeShare
-from .instants import iso
+from .instants import iso, period_label
 from .money import ZERO, fmt, quantize
 from .store.signoff import Closing
 

@@ -22,5 +22,5 @@ def iso(at: datetime | None) -> str | None:
 
 def period_label(start: datetime, end: datetime) -> dict[str, str]:
     """``{"start": ISO, "end": ISO}`` of a period (end exclusive), as every report and JSON document
-    says one (``ledger.allocate.records`` names this one too)."""
+    says one: the only one (the allocation, the exports and the reports import it from here)."""
     return {"start": iso(start), "end": iso(end)}

@@ -243,16 +243,18 @@ def test_the_ingests_adjustable_kinds_are_one_set():
     assert ADJUSTABLE is vocab.ADJUSTABLE and set(ADJUSTABLE) <= set(KINDS_HELP)
 
 
-def test_the_allocation_labels_a_period_with_the_light_one():
-    """`ledger runs` labels a period with `instants.period_label` (it does not import the allocation); the
-    allocation's records name the same function, so the two cannot say a period differently."""
-    from datetime import datetime, timezone
+def test_a_period_is_labelled_by_the_one_light_function():
+    """`ledger runs`, the allocation's reports and the exports label a period with `instants.period_label`
+    (light: it imports no allocation), an ISO instant each side, end exclusive; the allocation package
+    keeps no copy of it to drift."""
+    from datetime import datetime, timedelta, timezone
 
-    from ledger.allocate import records
+    from ledger import allocate
     from ledger.instants import period_label
 
-    assert records.period_label is period_label
-    assert period_label(datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc)) == {
+    assert "period_label" not in dir(allocate)
+    ist = timezone(timedelta(hours=5, minutes=30))
+    assert period_label(datetime(2026, 10, 1, 5, 30, tzinfo=ist), datetime(2026, 11, 1, tzinfo=timezone.utc)) == {
         "start": "2026-10-01T00:00:00Z", "end": "2026-11-01T00:00:00Z"}
 
 

@@ -27,7 +27,7 @@ __getattr__, __dir__, __all__ = lazy.attach(__name__, {
     ".records": ("BASES", "CATEGORIES", "CHARGE_CATEGORY", "DAY_US", "EPOCH", "FLAG_KINDS", "HOUR_US",
                  "IDLE_POLICIES", "KINDS", "LINE_KINDS", "TOKEN_BUCKETS", "TOKEN_METERS", "VARIANCE", "WORK",
                  "Allocation", "AllocationError", "Flag", "Line", "Policy", "Tasks", "Usage", "Weights",
-                 "parse_weights", "period_label"),
+                 "parse_weights"),
 }, modules=("charges", "cli", "engine", "engines", "gpu", "idle", "lines", "period", "pricing", "records", "spark",
             "sql", "tables"))
 
@@ -40,4 +40,4 @@ if TYPE_CHECKING:
     from .pricing import PoolHour, meter_category, price_fleet, price_meters, price_provider
     from .records import (BASES, CATEGORIES, CHARGE_CATEGORY, DAY_US, EPOCH, FLAG_KINDS, HOUR_US, IDLE_POLICIES,
                           KINDS, LINE_KINDS, TOKEN_BUCKETS, TOKEN_METERS, VARIANCE, WORK, Allocation,
-                          AllocationError, Flag, Line, Policy, Tasks, Usage, Weights, parse_weights, period_label)
+                          AllocationError, Flag, Line, Policy, Tasks, Usage, Weights, parse_weights)

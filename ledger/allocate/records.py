@@ -9,7 +9,6 @@ from decimal import Decimal
 from babel.numbers import list_currencies
 
 from ..errors import LedgerError
-from ..instants import iso, period_label  # noqa: F401  (period_label: said here too)
 from ..money import ZERO
 from ..vocab import Category, ChargeCategory, LineKind
 

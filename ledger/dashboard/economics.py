@@ -8,7 +8,8 @@ import pandas as pd
 
 from .. import reports, runs
 from ..reports.budgets import with_budgets
-from ..allocate import CATEGORIES, VARIANCE, period_label
+from ..allocate import CATEGORIES, VARIANCE
+from ..instants import period_label
 from ..money import ZERO, quantize
 
 RATIO_EXP = reports.RATIO_EXP

@@ -11,7 +11,8 @@ from pathlib import Path
 from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
 
-from ..allocate import CATEGORIES, LINE_KINDS, period_label
+from ..allocate import CATEGORIES, LINE_KINDS
+from ..instants import period_label
 from ..money import ZERO, fmt
 from ..reports import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RunData, unit_economics
 from .allocation_summary import Formats, LinesRef, by_product_sheet, summary_sheet

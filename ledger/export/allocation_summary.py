@@ -19,9 +19,10 @@ from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
 from openpyxl.worksheet.worksheet import Worksheet
 
-from ..allocate import LINE_KINDS, VARIANCE, period_label
+from ..allocate import LINE_KINDS, VARIANCE
 from ..drilldown import SHARED_CHARGES
 from ..economics import ALL_IN_DEFINITION, NO_SUCCESS, NO_TOKENS, OWN_DEFINITION, RunData, unit_economics
+from ..instants import period_label
 from .xlsx import INTEGER_FORMAT, col, header, put, put_formula
 
 #: The columns every tenant, product or tenant-and-product row has, after its name(s).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, time, timedelta, timezone
 
-from ..allocate import Line, period_label
-from ..instants import iso
+from ..allocate import Line
+from ..instants import iso, period_label
 from ..money import fmt
 from ..reports import RunData
 from ..vocab import Category, LineKind

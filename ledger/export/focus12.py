@@ -22,7 +22,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 
-from ..allocate import Line, period_label
+from ..allocate import Line
+from ..instants import period_label
 from ..money import ZERO, fmt, quantize, split
 from ..reports import RunData
 from ..vocab import Category, LineKind

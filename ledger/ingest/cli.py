@@ -128,22 +128,22 @@ def batches_as_table(data: list[dict]) -> FitTable:
     return t
 
 
-def _batch_warnings(result, home: Path, conn=None, con=None) -> list[str]:
+def _batch_warnings(result, home: Path, s=None, con=None) -> list[str]:
     """`ledger check` restricted to the batch just written: a SKU with no price, a pool with no fleet,
     an unknown charge target show up now, not at month end. Warnings only: the batch is valid data
     and stays (the price may be loaded later), so they never change the exit code (docs/check.md).
-    `conn` and `con`: the ingest's DB connection and DuckDB connection, when it runs the check
+    `s` and `con`: the ingest's DB connection (Core) and DuckDB connection, when it runs the check
     (``ingest(after=...)``); else a connection of its own and the check's DuckDB database."""
     if result.dry_run or not result.batch_id or not result.rows_new:
         return []
     from ..check import check_ledger
 
     try:
-        if conn is not None:
-            report = check_ledger(conn, batch=result.batch_id, home=home, con=con)
+        if s is not None:
+            report = check_ledger(s, batch=result.batch_id, home=home, con=con)
         else:
-            with Reading() as conn:  # Core: the books, batches and tenants read without SQLModel
-                report = check_ledger(conn, batch=result.batch_id, home=home)
+            with Reading() as s:  # Core: the books, batches and tenants read without SQLModel
+                report = check_ledger(s, batch=result.batch_id, home=home)
     except Exception as e:  # the batch is committed: a failing check must not turn it into a failure
         return [f"batch {result.batch_id} was not checked against the price books ({e}); run `ledger check`"]
     return [f.message for f in report.findings]

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from rich.console import Group
 from rich.text import Text
 
-from ..allocate import period_label
+from ..instants import period_label
 from ..formats import count, money, percent
 from ..hints import Hint, Hinted, say_one
 from ..instants import iso

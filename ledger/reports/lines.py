@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from rich.console import Group
 
-from ..allocate import period_label
+from ..instants import period_label
 from ..drilldown import SHARED_CHARGES, by_model, by_product, tenant_lines
 from ..economics import RunData
 from ..formats import count, display_column, money

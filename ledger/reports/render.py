@@ -12,12 +12,13 @@ from decimal import Decimal, localcontext
 
 from rich.console import Group
 
-from ..allocate import CATEGORIES, period_label
+from ..allocate import CATEGORIES
 from ..economics import (ALL_IN, ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, RATIO_EXP, Report, Row, all_in_entry,
                          opt, ratio, tenant_entry)
 from ..drilldown import row_label
 from .budgets import OF_BUDGET, budget_columns, budget_entry
 from ..formats import count, display_column, display_table, money, percent, plural, unit_costs
+from ..instants import period_label
 from ..money import fmt, quantize
 from ..outputs import csv_cell, csv_text, csv_writer
 from .listing import runs_as_json, runs_as_table  # noqa: F401  (`ledger runs`: said there, without the reports)

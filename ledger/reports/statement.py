@@ -14,11 +14,11 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
-from ..allocate import CATEGORIES, VARIANCE, period_label
+from ..allocate import CATEGORIES, VARIANCE
 from ..economics import ALL_IN_DEFINITION, NO_SUCCESS, OWN_DEFINITION, Report, opt
 from ..formats import money, percent
 from ..hints import say_one
-from ..instants import iso
+from ..instants import iso, period_label
 from ..money import ZERO, fmt
 from ..outputs import csv_text
 from ..reconcile import ReconcileError, map_for, reconcile_run

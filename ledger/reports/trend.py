@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
-from ..allocate import period_label
+from ..instants import period_label
 from ..economics import ALL_IN, ALL_IN_DEFINITION, OWN_DEFINITION, opt, ratio
 from ..errors import LedgerError
 from ..formats import count, display_column, money, percent, unit_costs
