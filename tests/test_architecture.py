@@ -3,12 +3,25 @@ import circle among the modules of `ledger/` (function-local imports included), 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "ledger"
+
+
+def _parse(path: Path) -> ast.Module:
+    """The syntax tree of the source file `path`, parsed once per version of the file (each rule below
+    walks every module: one parse each, not one per rule). Read only: no rule changes a tree."""
+    st = path.stat()
+    return _parsed(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, _mtime_ns: int, _size: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _module_name(path: Path) -> str:
@@ -39,7 +52,7 @@ def import_graph() -> dict[str, set[str]]:
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parse(path)
         is_pkg = path.name == "__init__.py"
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -159,7 +172,7 @@ def test_sizing_and_budget_sit_before_the_exports():
 def test_export_is_only_for_files():
     # a terminal renderer (`*_as_table`) lives with its report, not in ledger/export
     tables = [f"{p.relative_to(ROOT)}: {n.name}" for p in (PKG / "export").rglob("*.py")
-              for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+              for n in ast.walk(_parse(p))
               if isinstance(n, ast.FunctionDef) and n.name.endswith("_as_table")]
     assert tables == []
 
@@ -172,7 +185,7 @@ def test_no_module_over_500_lines():
 
 def test_every_module_says_what_it_is_for():
     missing = [str(p.relative_to(ROOT)) for p in PKG.rglob("*.py")
-               if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+               if not ast.get_docstring(_parse(p))]
     assert missing == []
 
 
@@ -190,7 +203,7 @@ def _records() -> dict[str, list[str]]:
     """Dataclasses and NamedTuples of `ledger/`, with their field names."""
     out = {}
     for p in PKG.rglob("*.py"):
-        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        for n in ast.walk(_parse(p)):
             if not isinstance(n, ast.ClassDef):
                 continue
             names = {getattr(d.func if isinstance(d, ast.Call) else d, "id", None) or
@@ -208,7 +221,7 @@ def test_records_with_many_fields_are_built_by_keyword():
     assert len(records["Line"]) == 13
     positional = []
     for p in [*PKG.rglob("*.py"), *(ROOT / "dashboards").rglob("*.py")]:
-        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        for n in ast.walk(_parse(p)):
             if isinstance(n, ast.Call):
                 name = getattr(n.func, "id", None) or getattr(n.func, "attr", None)
                 if name in records and len(records[name]) >= 5 and len(n.args) >= 3:
@@ -241,7 +254,7 @@ def private_imports() -> list[tuple[str, str, str, str]]:
     packages = {m for m, p in mods.items() if p.name == "__init__.py"}
     found = []
     for name, path in mods.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parse(path)
         is_pkg = path.name == "__init__.py"
         here = _package(name, packages)
         aliases: dict[str, str] = {}  # local name -> ledger module imported as a module
@@ -300,7 +313,7 @@ def _engine_calls() -> list[tuple[str, str, str, str | None, str]]:
     names = {n for n in dir(tables) if isinstance(getattr(tables, n), tables.TempTable)}
     out = []
     for path in PKG.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_parse(path)):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("create", "load") and len(node.args) >= 2):
                 continue
@@ -359,7 +372,7 @@ def test_the_temp_tables_are_named_only_through_the_registry():
     for path in PKG.rglob("*.py"):
         if path == PKG / "allocate" / "tables.py":
             continue
-        for node in _strings_outside_docstrings(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _strings_outside_docstrings(_parse(path)):
             spelled += [f"{path.relative_to(ROOT)}:{node.lineno}: {m}" for m in pattern.findall(node.value)]
     assert spelled == []
 
@@ -377,7 +390,7 @@ def _functions() -> list[tuple[Path, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Every function (methods and nested ones included) of ledger/ and the dashboard's pages."""
     out = []
     for p in [*PKG.rglob("*.py"), *(ROOT / "dashboards").rglob("*.py")]:
-        out += [(p, n) for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        out += [(p, n) for n in ast.walk(_parse(p))
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return out
 
@@ -428,7 +441,7 @@ def home_reads(paths: list[Path]) -> list[str]:
     found = []
     for p in paths:
         rel = p.relative_to(ROOT).as_posix()
-        tree = ast.parse(p.read_text(encoding="utf-8"))
+        tree = _parse(p)
         inside: dict[int, str] = {}  # node id -> the top-level function it is in
         for fn in tree.body:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -510,7 +523,7 @@ def test_no_library_string_names_a_command_line_flag():
         for path in (PKG / package).rglob("*.py"):
             if path.name == "cli.py":
                 continue
-            for node in _strings_outside_docstrings(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in _strings_outside_docstrings(_parse(path)):
                 named += [f"{path.relative_to(ROOT)}:{node.lineno}: {m}" for m in flag.findall(node.value)]
     assert named == []
 
@@ -522,7 +535,7 @@ def _classes() -> list[tuple[str, ast.ClassDef, bool]]:
     """(module, class, defined at the module's top level) for every class of ledger/."""
     out = []
     for name, path in _modules().items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parse(path)
         top = {id(n) for n in tree.body}
         out += [(name, n, id(n) in top) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     return out
@@ -626,6 +639,6 @@ def test_each_small_helper_has_one_home():
     assert copies == []
     helpers = ("iso", "_iso", "lit", "_lit", "q", "quote_ident", "literal")
     defined = {f"{p.relative_to(ROOT).as_posix()}:{n.name}" for p in PKG.rglob("*.py")
-               for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               for n in ast.walk(_parse(p))
                if isinstance(n, ast.FunctionDef) and n.name in helpers}
     assert defined == {"ledger/instants.py:iso", "ledger/sqltext.py:literal", "ledger/sqltext.py:quote_ident"}
