@@ -35,11 +35,32 @@ def cli(home: Path, *args: str) -> dict | list:
     return json.loads(result.stdout)
 
 
+#: Streamlit's registry of custom components, found once per test session. An AppTest looks for
+#: components on its first run by reading the metadata of every installed distribution (about 1 s,
+#: 2 to 3 s on a busy machine), where a server does it once when it starts; every app here gets
+#: the one registry the first app found, as every session of a server does.
+_COMPONENTS: list = []
+
+
+def app(timeout: float = 120) -> AppTest:
+    """The app (dashboards/app.py) under AppTest, not run yet, sharing the session's component registry."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    if _COMPONENTS and hasattr(at, "_bidi_component_manager"):
+        at._bidi_component_manager = _COMPONENTS[0]
+    return at
+
+
+def _keep_components(at: AppTest) -> None:
+    if not _COMPONENTS and getattr(at, "_bidi_component_manager", None) is not None:
+        _COMPONENTS.append(at._bidi_component_manager)
+
+
 def page(name: str | None = None, *, timeout: float = 120) -> AppTest:
     """The app opened (and switched to page `name`), run once, with no exception box. (AppTest runs
     a page switched to on its own, without app.py's sidebar; the browser test covers the whole app.)"""
-    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    at = app(timeout)
     at.run()
+    _keep_components(at)
     if name:
         at.switch_page(name)
         at.run()
