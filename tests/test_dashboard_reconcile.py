@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import shutil
 from decimal import Decimal as D
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard_support import app
 from test_dashboard_apptest import assert_shows, metrics, table
 from test_reconcile import BILL, MAP, build_month, cli
 
 pytestmark = pytest.mark.store
-APP = Path(__file__).resolve().parent.parent / "dashboards" / "app.py"
 PAGE = "pages/reconcile.py"
 
 
@@ -25,7 +24,7 @@ def month(ledger_home, tmp_path) -> dict:
 
 
 def open_page() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=120)
+    at = app()  # Streamlit's component registry shared with the session's other AppTests
     at.run()
     at.switch_page(PAGE)
     at.run()
