@@ -1,6 +1,7 @@
 """Fixtures: a fresh ledger per test (SQLite in a temp home, or PostgreSQL via LEDGER_TEST_DATABASE_URL)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -54,6 +55,31 @@ def db_url(tmp_path):
     with admin.connect() as c:
         c.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
     admin.dispose()
+
+
+@contextlib.contextmanager
+def fresh_db_url(folder: Path):
+    """A fresh, empty database URL while the block runs: a SQLite file in `folder`, or a new schema on
+    the PostgreSQL server (LEDGER_TEST_DATABASE_URL), dropped after it: what `db_url` gives a test,
+    for a fixture of a wider scope (test_demo.py's module-wide `ledger demo` run)."""
+    pg = _pg_url()
+    if pg is None:
+        yield f"sqlite:///{folder / 'ledger.db'}"
+        return
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(pg, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in pg else "?"
+    try:
+        yield f"{pg}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        from ledger import store
+
+        store.dispose_engines()
+        with admin.connect() as c:
+            c.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
 
 
 @pytest.fixture

@@ -25,9 +25,14 @@ def csv_rows(path) -> int:
 
 
 @pytest.mark.slow
-def test_the_inputs_are_the_same_files_every_time(tmp_path):
-    a = demo.build_inputs(tmp_path / "a")
+def test_the_inputs_are_the_same_files_every_time(demo_run, tmp_path):
+    # two builds: the one `ledger demo` made in its home (this module's run) and one of their own here
+    _env, home, r = demo_run
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
     b = demo.build_inputs(tmp_path / "b")
+    a = demo.DemoInputs(home / "demo", {k: home / "demo" / f"{k}.csv" for k in demo.KINDS},
+                        {k: doc["inputs"][k]["rows"] for k in demo.KINDS}, doc["inputs_sha256"])
     assert a.digest == b.digest
     assert a.rows == b.rows
     for kind in demo.KINDS:
@@ -35,14 +40,15 @@ def test_the_inputs_are_the_same_files_every_time(tmp_path):
         assert csv_rows(a.paths[kind]) == a.rows[kind], kind
     con = duckdb.connect()
     req = str(a.paths["requests"])
+    # the requests file read once (as text), for the questions below
+    con.execute("CREATE TABLE req AS SELECT request_id, occurred_at, tenant, product, input_tokens, output_tokens "
+                f"FROM read_csv('{req}', all_varchar=true)")
     n, ids, first, last = con.execute(
-        "SELECT count(*), count(DISTINCT request_id), min(occurred_at), max(occurred_at) "
-        f"FROM read_csv('{req}', all_varchar=true)").fetchone()
+        "SELECT count(*), count(DISTINCT request_id), min(occurred_at), max(occurred_at) FROM req").fetchone()
     assert n == ids == a.rows["requests"] and 900_000 < n < 1_600_000  # August to October
     assert first.startswith("2026-08-01T") and last.startswith("2026-10-31T") and last.endswith("Z")
     # hooli is first seen in September; every task id and fleet interval id is unique over the months
-    firsts = dict(con.execute(f"SELECT tenant, min(occurred_at) FROM read_csv('{req}', all_varchar=true) "
-                              "GROUP BY ALL").fetchall())
+    firsts = dict(con.execute("SELECT tenant, min(occurred_at) FROM req GROUP BY ALL").fetchall())
     assert firsts["hooli"].startswith("2026-09-01T") and all(v.startswith("2026-08-01T") for t, v in firsts.items()
                                                             if t != "hooli")
     out = str(a.paths["outcomes"])
@@ -52,12 +58,12 @@ def test_the_inputs_are_the_same_files_every_time(tmp_path):
                        "AND decided_at >= '2026-10'").fetchone() == (0,)
     # the code trace (mean 2,048 in / 28 out) is code-assist; the conversation trace (1,155 / 211) the rest
     means = {p: (round(i), round(o)) for p, i, o in con.execute(
-        f"SELECT product, avg(input_tokens), avg(output_tokens) FROM read_csv('{req}') GROUP BY ALL").fetchall()}
+        "SELECT product, avg(input_tokens::DOUBLE), avg(output_tokens::DOUBLE) FROM req GROUP BY ALL").fetchall()}
     assert 1900 < means["code-assist"][0] < 2200 and means["code-assist"][1] < 40
     assert all(1050 < means[p][0] < 1250 and 190 < means[p][1] < 230 for p in ("chat", "search", "agent"))
     # tenants have different mixes of products
     mix = {t: set(ps.split(",")) for t, ps in con.execute(
-        f"SELECT tenant, string_agg(DISTINCT product, ',' ORDER BY product) FROM read_csv('{req}') GROUP BY ALL"
+        "SELECT tenant, string_agg(DISTINCT product, ',' ORDER BY product) FROM req GROUP BY ALL"
     ).fetchall()}
     every = {"agent", "chat", "code-assist", "search"}
     assert mix == {"acme": every, "globex": every, "hooli": {"agent", "chat"}, "initech": {"chat", "code-assist"},
@@ -86,10 +92,39 @@ def test_the_pool_capacities_are_the_sizing_engines_and_the_measured_figures(sha
 OCTOBER_TOTAL = D("54486.225218")
 
 
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """`ledger demo --json` run once for this module as a user runs it: from the folder that holds
+    the ledger home `home`, which the environment names (LEDGER_HOME), fresh and migrated (a SQLite
+    DB in the home, or a schema of its own on PostgreSQL, as `ledger_home` makes one). Returns (the
+    environment, the home, the CliResult); the module's two slow tests read it, neither changes it."""
+    from conftest import fresh_db_url
+
+    tmp = tmp_path_factory.mktemp("demo-run")
+    home = tmp / "home"
+    home.mkdir()
+    with fresh_db_url(tmp) as url:
+        env = {"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None}
+        if url.startswith("sqlite"):
+            url = f"sqlite:///{home / 'ledger.db'}"
+        else:
+            env["LEDGER_DATABASE_URL"] = url
+        store.init_store(url)
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in env.items():
+                mp.delenv(name, raising=False) if value is None else mp.setenv(name, value)
+            mp.chdir(tmp)
+            r = runner.invoke(app, ["demo", "--json"])
+        store.dispose_engines()
+        yield env, home, r
+
+
 @pytest.mark.slow
-def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    r = runner.invoke(app, ["demo", "--json"])
+def test_demo_runs_end_to_end_and_its_numbers_conserve(demo_run, monkeypatch):
+    env, ledger_home, r = demo_run
+    for name, value in env.items():  # the commands below read the demo's ledger
+        monkeypatch.delenv(name, raising=False) if value is None else monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ledger_home.parent)
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     run = doc["run"]
@@ -170,32 +205,77 @@ def test_demo_runs_end_to_end_and_its_numbers_conserve(ledger_home, tmp_path, mo
     assert per_token("2026-08") > per_token("2026-09") * D("1.15")
 
 
-def test_demo_refuses_a_home_with_data_and_force_wipes_only_the_ledger(tmp_path, monkeypatch):
-    monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)  # the ledger DB in the home (SQLite)
-    monkeypatch.setenv("LEDGER_HOME", str(tmp_path / "mine"))  # the home the other commands use
-    monkeypatch.chdir(tmp_path)
-    try:
-        assert runner.invoke(app, ["init"]).exit_code == 0
-        assert runner.invoke(app, ["dims", "add", "tenant", "zeta"]).exit_code == 0
-        (tmp_path / "mine" / "notes.txt").write_text("not the ledger's", encoding="utf-8")
+# ---- a ledger home with data, refused, then wiped with --force ------------------------------------
+# One `ledger demo --force` run (the whole demo, rebuilt after the wipe) serves both tests below: a
+# ledger home (`init`, a tenant of its own) that also holds files the ledger did not write (a note,
+# a workbook in reports/, a file of the user's in demo/, and, at first, a foreign file among the
+# facts), refused while the foreign fact file is there (--force included), refused without --force
+# once it is gone, then wiped and rebuilt with --force. Each step's result is kept for the tests.
 
-        r = runner.invoke(app, ["demo", "--home", "mine"])
-        assert r.exit_code == 1
-        msg = " ".join(r.output.split())
-        assert "the ledger home mine already holds data (table tenant has rows)" in msg and "--force" in msg
-        with store.session() as s:
-            assert store.dim_names(s, kind="tenant") == {"zeta"}  # untouched
+@pytest.fixture(scope="module")
+def forced(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo-force")
+    home = tmp / "mine"
+    steps: dict = {"home": home}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("LEDGER_DATABASE_URL", raising=False)  # the ledger DB in the home (SQLite)
+        mp.setenv("LEDGER_HOME", str(home))  # the home the other commands use
+        mp.chdir(tmp)
+        try:
+            steps["init"] = runner.invoke(app, ["init"])
+            steps["dims_add"] = runner.invoke(app, ["dims", "add", "tenant", "zeta"])
+            (home / "notes.txt").write_text("not the ledger's", encoding="utf-8")
+            (home / "reports").mkdir()
+            (home / "reports" / "q3.xlsx").write_bytes(b"my workbook")
+            (home / "demo").mkdir()
+            (home / "demo" / "mine.txt").write_text("kept\n", encoding="utf-8")
+            (home / "facts" / "requests").mkdir(parents=True)
+            (home / "facts" / "requests" / "note.txt").write_text("not a fact\n", encoding="utf-8")
+            # a foreign file among the facts: not a home the demo may wipe
+            steps["foreign_fact"] = runner.invoke(app, ["demo", "--home", "mine", "--force"])
+            (home / "facts" / "requests" / "note.txt").unlink()
 
-        r = runner.invoke(app, ["demo", "--home", "mine", "--force", "--json"])
-        assert r.exit_code == 0, r.output
-        doc = json.loads(r.stdout)
-        assert doc["home"] == "mine" and doc["dashboard"] == "LEDGER_HOME=mine ledger dashboard"
-        assert D(doc["run"]["lines_total"]) == D(doc["run"]["total"])
-        assert (tmp_path / "mine" / "notes.txt").read_text(encoding="utf-8") == "not the ledger's"
-        with store.session() as s:
-            assert store.dim_names(s, kind="tenant") == set(demo.TENANT_NAMES)  # zeta went with the wipe
-    finally:
-        store.dispose_engines()
+            steps["refused"] = runner.invoke(app, ["demo", "--home", "mine"])
+            with store.session() as s:
+                steps["tenants_after_refusal"] = store.dim_names(s, kind="tenant")
+
+            steps["forced"] = runner.invoke(app, ["demo", "--home", "mine", "--force", "--json"])
+            with store.session() as s:
+                steps["tenants_after_force"] = store.dim_names(s, kind="tenant")
+        finally:
+            store.dispose_engines()
+    return steps
+
+
+def test_demo_refuses_a_home_with_data_and_force_wipes_only_the_ledger(forced):
+    assert forced["init"].exit_code == 0 and forced["dims_add"].exit_code == 0
+    r = forced["refused"]
+    assert r.exit_code == 1
+    msg = " ".join(r.output.split())
+    assert "the ledger home mine already holds data (table tenant has rows)" in msg and "--force" in msg
+    assert forced["tenants_after_refusal"] == {"zeta"}  # untouched
+
+    r = forced["forced"]
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["home"] == "mine" and doc["dashboard"] == "LEDGER_HOME=mine ledger dashboard"
+    assert D(doc["run"]["lines_total"]) == D(doc["run"]["total"])
+    assert (forced["home"] / "notes.txt").read_text(encoding="utf-8") == "not the ledger's"
+    assert forced["tenants_after_force"] == set(demo.TENANT_NAMES)  # zeta went with the wipe
+
+
+def test_demo_force_in_a_ledger_home_deletes_only_the_ledgers_own_entries(forced):
+    """(From test_hostile_outputs.py, where `ledger demo --force` meets folders that are not a ledger
+    home: it shares this module's --force run.)"""
+    assert forced["init"].exit_code == 0 and forced["dims_add"].exit_code == 0
+    r = forced["foreign_fact"]
+    assert r.exit_code == 1 and "requests/note.txt" in r.stderr
+
+    assert forced["forced"].exit_code == 0, forced["forced"].output
+    home = forced["home"]
+    assert (home / "reports" / "q3.xlsx").read_bytes() == b"my workbook"
+    assert (home / "demo" / "mine.txt").read_text(encoding="utf-8") == "kept\n"
+    assert "zeta" not in forced["tenants_after_force"]  # the ledger's own DB was wiped and rebuilt
 
 
 def test_force_never_wipes_a_database_outside_the_home(tmp_path, monkeypatch):

@@ -488,32 +488,6 @@ def test_demo_refuses_a_folder_that_is_not_a_ledger_home_and_deletes_nothing(tmp
         store.dispose_engines()
 
 
-def test_demo_force_in_a_ledger_home_deletes_only_the_ledgers_own_entries(tmp_path, monkeypatch):
-    from ledger import store
-
-    monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)
-    monkeypatch.setenv("LEDGER_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-    try:
-        assert runner.invoke(app, ["init"]).exit_code == 0
-        assert runner.invoke(app, ["dims", "add", "tenant", "zeta"]).exit_code == 0
-        home = tmp_path / "home"
-        (home / "reports").mkdir()
-        (home / "reports" / "q3.xlsx").write_bytes(b"my workbook")
-        (home / "demo").mkdir()
-        (home / "demo" / "mine.txt").write_text("kept\n", encoding="utf-8")
-        (home / "facts" / "requests").mkdir(parents=True)
-        (home / "facts" / "requests" / "note.txt").write_text("not a fact\n", encoding="utf-8")
-        # a foreign file among the facts: not a home the demo may wipe
-        r = runner.invoke(app, ["demo", "--home", "home", "--force"])
-        assert r.exit_code == 1 and "requests/note.txt" in r.stderr
-        (home / "facts" / "requests" / "note.txt").unlink()
-
-        r = runner.invoke(app, ["demo", "--home", "home", "--force", "--json"])
-        assert r.exit_code == 0, r.output
-        assert (home / "reports" / "q3.xlsx").read_bytes() == b"my workbook"
-        assert (home / "demo" / "mine.txt").read_text(encoding="utf-8") == "kept\n"
-        with store.session() as s:
-            assert "zeta" not in store.dim_names(s, kind="tenant")  # the ledger's own DB was wiped and rebuilt
-    finally:
-        store.dispose_engines()
+# `ledger demo --force` in a ledger home deletes only the ledger's own entries: that test,
+# test_demo_force_in_a_ledger_home_deletes_only_the_ledgers_own_entries, is in test_demo.py, where
+# it shares one --force run of the whole demo with the refusal of a home that holds data.
