@@ -19,6 +19,22 @@ os.environ.pop("TERMINAL_WIDTH", None)
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
+#: The test files that take longest, longest first (from `pytest --durations`), collected before the
+#: others. pytest-xdist hands a worker a whole file (`--dist loadfile`) in the order the files are
+#: collected (`--no-loadscope-reorder` in pyproject.toml: its own order, by number of tests, put the
+#: Spark parity file, which has few tests and takes three minutes, near the end, where it ran alone
+#: while the other worker waited). Scheduling only: no test's content or outcome depends on it.
+LONGEST_FIRST = ("test_spark_parity.py", "test_dashboard_browser.py", "test_export_focus12.py", "test_demo.py",
+                 "test_dashboard_apptest.py", "test_ingest.py", "test_allocate_properties.py", "test_sync_otlp.py",
+                 "test_windows.py", "test_hostile_outputs.py", "test_cli_surface.py", "test_hostile_more.py")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The files of LONGEST_FIRST first, in its order; the rest after them, as collected (a stable sort:
+    each file's own tests keep their order)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
 
 def _pg_url() -> str | None:
     url = os.environ.get("LEDGER_TEST_DATABASE_URL")
