@@ -40,12 +40,44 @@ pytestmark = pytest.mark.slow
 runner = CliRunner()
 
 
+#: Settings for these tests only, never the ledger's (ledger.allocate.spark.SETTINGS and local_settings stand).
+#: The generated ledgers are a few dozen rows, so Spark's time there is its fixed cost per query, not the
+#: work: on 2 cores the module's JVM used 137 to 155 s of CPU with these, 186 to 192 s without (two runs each).
+#: None changes what is computed: the parity is of SQL semantics (the same rows, exact decimals, ANSI
+#: errors), which Spark keeps whichever plan or evaluation path it takes.
+TEST_SETTINGS = {
+    # the serial collector: a heap of a few hundred MB needs no concurrent GC threads on two cores.
+    # (C1 only, -XX:TieredStopAtLevel=1, halved the session's start but made the demo month slower)
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+    # expressions interpreted, no Java generated and compiled by Janino for every query (Spark's
+    # own tests check each expression both ways, for the same result). The demo month below puts
+    # Spark's defaults back, so the generated code of a real allocation is run there too
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    # one partition a shuffle and no adaptive re-planning: nothing to spread over a few dozen rows
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.ui.enabled": "false",
+}
+#: The SQL settings above that the demo month sets back to Spark's defaults (the JVM's cannot change).
+PLAN_SETTINGS = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode", "spark.sql.adaptive.enabled")
+
+
 @pytest.fixture(scope="module")
 def spark():
-    # a few shuffle partitions: the ledgers here are tiny, and 200 tasks a shuffle would be most of the time
-    s = session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+    s = session("local[2]", TEST_SETTINGS)
     yield s
     s.stop()
+
+
+@pytest.fixture
+def spark_defaults(spark):
+    """The module's session with Spark's own plan and code generation, as ``ledger allocate`` runs it."""
+    for key in PLAN_SETTINGS:
+        spark.conf.unset(key)
+    yield spark
+    for key in (*PLAN_SETTINGS, "spark.sql.shuffle.partitions"):  # `ledger allocate` sets partitions by cores
+        spark.conf.set(key, TEST_SETTINGS[key])
 
 
 def spark_allocation(spark, frames: dict, policy: Policy):
@@ -107,7 +139,7 @@ def test_generated_ledgers_allocate_the_same_on_spark_and_duckdb(spark, fleet, r
     assert_same(duck, outcome(lambda: spark_allocation(spark, frames, policy)))
 
 
-def test_the_demo_month_allocates_the_same_on_spark(ledger_home, tmp_path, monkeypatch, spark):
+def test_the_demo_month_allocates_the_same_on_spark(ledger_home, tmp_path, monkeypatch, spark_defaults):
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["demo", "--json"])  # ingests the month (in month partitions)
     assert r.exit_code == 0, r.output
