@@ -39,7 +39,7 @@ __getattr__, __dir__, __all__ = lazy.attach(__name__, {
     ".batches": ("list_batches",),
     ".dedupe": ("NUMPY_SORT_MAX_ROWS", "hashes_repeat"),
     ".opening": ("parquet_direct",),
-    ".records": ("ADJUSTABLE", "FORMATS", "AfterCommit", "CommitHook", "MAX_LINE_BYTES", "MAX_PROBLEMS", "PARQUET_OPTIONS",
+    ".records": ("ADJUSTABLE", "FORMATS", "CommitHook", "MAX_LINE_BYTES", "MAX_PROBLEMS", "PARQUET_OPTIONS",
                  "FileReport", "IngestError", "IngestResult", "OpenFile", "Origin", "first_line"),
 }, modules=("enums",))
 
@@ -50,5 +50,5 @@ if TYPE_CHECKING:
     from .commit import ingest, sweep_orphans, undo_batch
     from .dedupe import NUMPY_SORT_MAX_ROWS, hashes_repeat
     from .opening import parquet_direct
-    from .records import (ADJUSTABLE, FORMATS, MAX_LINE_BYTES, MAX_PROBLEMS, PARQUET_OPTIONS, AfterCommit, CommitHook,
-                          FileReport, IngestError, IngestResult, OpenFile, Origin, first_line)
+    from .records import (ADJUSTABLE, FORMATS, MAX_LINE_BYTES, MAX_PROBLEMS, PARQUET_OPTIONS, CommitHook, FileReport,
+                          IngestError, IngestResult, OpenFile, Origin, first_line)

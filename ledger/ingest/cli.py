@@ -67,11 +67,8 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
             result = ingest_bill(files, **opts)
         elif source is None:
             # the batch checked in the ingest's DuckDB database and DB connection (docs/scale.md, "Startup")
-            from . import AfterCommit
-
-            check = AfterCommit(run=lambda done, s, con: checked.append(_batch_warnings(done, home.path, s, con)),
-                                imports=CHECK_MODULES)
-            result = ingest(kind, files, **opts, after=check)
+            result = ingest(kind, files, **opts, warm=CHECK_MODULES,
+                            after=lambda done, s, con: checked.append(_batch_warnings(done, home.path, s, con)))
         else:
             from .sources import ingest_from
 
@@ -132,7 +129,7 @@ def batches_as_table(data: list[dict]) -> FitTable:
 
 
 #: What the check of a batch imports beyond the ingest (tests/test_cli_startup.py keeps it so), imported
-#: while DuckDB reads the batch's files (``AfterCommit.imports``)
+#: while DuckDB reads the batch's files (``ingest(warm=...)``)
 CHECK_MODULES = ("ledger.check.findings",)
 
 
@@ -141,7 +138,7 @@ def _batch_warnings(result, home: Path, s=None, con=None) -> list[str]:
     an unknown charge target show up now, not at month end. Warnings only: the batch is valid data
     and stays (the price may be loaded later), so they never change the exit code (docs/check.md).
     `s` and `con`: the ingest's DB connection (Core) and DuckDB connection, when it runs the check
-    (``ingest(after=...)``, an ``AfterCommit``); else a connection of its own and the check's DuckDB database."""
+    (``ingest(after=...)``); else a connection of its own and the check's DuckDB database."""
     if result.dry_run or not result.batch_id or not result.rows_new:
         return []
     from ..check import check_ledger

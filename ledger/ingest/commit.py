@@ -23,7 +23,7 @@ from . import enums
 from .dedupe import SET_MAX_ROWS, _already_ingested, key
 from .opening import _digests_in_background, open_files
 from .passes import read_file
-from .records import (ADJUSTABLE, AfterCommit, Batch, Checked, CommitHook, FileReport, IngestError, IngestResult, Keyed,
+from .records import (ADJUSTABLE, Batch, Checked, CommitHook, FileReport, IngestError, IngestResult, Keyed,
                       MAX_PROBLEMS, LedgerState, OpenFile, Origin, Read, Workspace)
 from .rows import batch_problems, check_batch, check_file
 from .staging import _booked_sql
@@ -68,7 +68,8 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
            on_progress: Callable[[float], None] | None = None,
            origins: Sequence[Origin] = (), home: Home | None = None,
            on_commit: CommitHook | None = None,
-           after: AfterCommit | None = None) -> IngestResult:
+           after: Callable[[IngestResult, object, duckdb.DuckDBPyConnection], None] | None = None,
+           warm: Sequence[str] = ()) -> IngestResult:
     """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
 
     `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
@@ -77,9 +78,13 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     ``ledger.ingest.sources``, the bill). `home` is the ledger to ingest into (``ledger.config.Home``:
     its folder and DB); without one, the configured ledger (LEDGER_HOME, LEDGER_DATABASE_URL),
     resolved here once: nothing below reads the environment. `on_commit` (a ``CommitHook``) is
-    written in the transaction of the batch row (a sync's watermark). `after` (an ``AfterCommit``)
-    runs once the batch is committed (or found held already), still under the lock, with the ledger
-    DB's Core connection and the batch's DuckDB connection: ``ledger ingest`` checks the batch so."""
+    written in the transaction of the batch row (a sync's watermark). `after(result, s, con)` is
+    called once the batch is committed (or found held already), still under the lock, with the
+    ledger DB's Core connection `s` and the batch's DuckDB connection `con` (its workspace's, open
+    until `after` returns): ``ledger ingest`` checks the batch with them, so that the ingest and the
+    check of its batch share one DuckDB database and one DB connection. It must not raise: the batch
+    is committed already (an error would still be raised to the caller). `warm`: modules `after` will
+    import, imported in a thread while DuckDB reads the files (``ledger.lazy.warm``)."""
     if kind not in facts.KINDS:
         raise IngestError([Problem(file=kind, message=f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
@@ -92,7 +97,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     ledger = config.home() if home is None else home
     batch = Batch(kind=kind, paths=tuple(Path(p) for p in paths), fmt=fmt, register_new=register_new,
                   dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()), on_commit=on_commit,
-                  warm=after.imports if after is not None else ())
+                  warm=tuple(warm))
     # one Core connection, one transaction: the batch row, the names and pools it registers and a
     # caller's hook (a sync's watermark) are committed together, without SQLModel (docs/scale.md, "Startup")
     with _lock(ledger.path), store.writing(ledger.database_url) as s:
@@ -101,7 +106,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
         with workspace(s, ledger.path, kind, on_step, on_progress) as ws:
             result = _ingest(ws, s, batch)
             if after is not None:
-                after.run(result, s, ws.con)
+                after(result, s, ws.con)
             return result
 
 

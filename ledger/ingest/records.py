@@ -153,8 +153,8 @@ class Batch:
       converted from them (an adapter's sources, a bill); empty otherwise.
     - `on_commit`: what the caller commits with the batch row, in its transaction (a sync's
       watermark), or None.
-    - `warm`: modules the caller imports once the batch is in (``AfterCommit.imports``), imported
-      while DuckDB reads the files (``ledger.lazy.warm``)."""
+    - `warm`: modules the caller imports once the batch is in (``ledger ingest``: the check of its
+      batch), imported while DuckDB reads the files (``ledger.lazy.warm``)."""
 
     kind: str
     paths: tuple[Path, ...]
@@ -183,22 +183,6 @@ class CommitHook:
 
     write: Callable[[object, str | None], None]
     keep_empty: bool = True
-
-
-@dataclass(frozen=True)
-class AfterCommit:
-    """What a caller of the ingest does once the batch is committed (or found held already), still
-    under the lock: ``ledger ingest`` checks the batch with the ingest's own connections, so that the
-    two share one DuckDB database and one DB connection. Fields:
-
-    - `run`: called with the ``IngestResult``, the ledger DB's Core connection and the batch's DuckDB
-      connection (its workspace's, open until `run` returns). It must not raise: the batch is
-      committed already (an error would still be raised to the caller).
-    - `imports`: the modules `run` imports, imported in a thread while DuckDB reads the batch's files
-      (``ledger.lazy.warm``), so that they cost the command no time of its own."""
-
-    run: Callable[[IngestResult, object, object], None]
-    imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
