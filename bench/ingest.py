@@ -91,19 +91,18 @@ import duckdb
 src = sys.argv[1]
 rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src}')"
 with tempfile.TemporaryDirectory() as d:
-    t, c = time.perf_counter(), time.process_time()
+    t = time.perf_counter()
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     con.execute(f"COPY (SELECT * FROM {rel}) TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION zstd)")
     con.close()
-    print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - c}))
+    print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 
 
-def run(argv: list[str], env: dict) -> tuple[str, float, float, float]:
-    """Run `argv`; return its standard output, its wall time from start to exit (s), its peak RSS (MiB)
-    and its CPU time, user and system, of every thread (s)."""
+def run(argv: list[str], env: dict) -> tuple[str, float, float]:
+    """Run `argv`; return its standard output, its wall time from start to exit (s) and its peak RSS (MiB)."""
     with tempfile.TemporaryFile("w+") as errs:
         t = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=errs, text=True)
@@ -114,7 +113,7 @@ def run(argv: list[str], env: dict) -> tuple[str, float, float, float]:
         if proc.returncode != 0:
             errs.seek(0)
             raise SystemExit(f"{argv[:3]} failed ({proc.returncode}):\n{errs.read()}")
-    return out, seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    return out, seconds, usage.ru_maxrss / 1024
 
 
 def child(code: str, arg: str, env: dict) -> tuple[dict, float]:
@@ -196,18 +195,15 @@ def whole_cli(path: Path, rows: int, repeat: int) -> dict:
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="ledger-bench-") as home:
             env = fresh_home(home)
-            before = child(FLOOR, str(path), env)[0]
-            out, seconds, rss, cpu = run([*argv, "ingest", "requests", str(path), "--register-new", "--json"], env)
-            after = child(FLOOR, str(path), env)[0]
+            before = child(FLOOR, str(path), env)[0]["seconds"]
+            out, seconds, rss = run([*argv, "ingest", "requests", str(path), "--register-new", "--json"], env)
+            after = child(FLOOR, str(path), env)[0]["seconds"]
         assert json.loads(out)["rows_new"] == rows, out
-        floor = (before["seconds"] + after["seconds"]) / 2
-        floor_cpu = (before["cpu"] + after["cpu"]) / 2
+        floor = (before + after) / 2
         runs.append({"cli": seconds, "floor": floor, "ratio": seconds / floor, "peak_rss_mib": rss,
-                     "floor_before": before["seconds"], "floor_after": after["seconds"],
-                     "cli_cpu": cpu, "floor_cpu": floor_cpu, "cpu_ratio": cpu / floor_cpu})
+                     "floor_before": before, "floor_after": after})
     return {"rows": rows, "file_mib": round(path.stat().st_size / 2**20, 1), "repeat": repeat, "command": argv[-1],
-            **{f"{k}_median": round(statistics.median(r[k] for r in runs), 3)
-               for k in ("cli", "floor", "ratio", "cli_cpu", "floor_cpu", "cpu_ratio")},
+            **{f"{k}_median": round(statistics.median(r[k] for r in runs), 3) for k in ("cli", "floor", "ratio")},
             "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs)), "ratios": [round(r["ratio"], 2) for r in runs],
             "all_seconds": {k: [round(r[k], 2) for r in runs] for k in ("floor_before", "cli", "floor_after")}}
 
@@ -237,9 +233,6 @@ def main() -> None:
             print(f"  `ledger ingest requests` (the whole command, start to exit): {r['cli_median']:.2f} s, "
                   f"peak RSS {r['peak_rss_mib']} MiB")
             print(f"  ratio command/floor: {r['ratio_median']:.2f}x (median of {r['ratios']}; target 1.5x)")
-            print(f"  CPU-seconds (user + system, every thread; the command's from start to exit, the floor's of the "
-                  f"copy): {r['cli_cpu_median']:.2f} against {r['floor_cpu_median']:.2f}, "
-                  f"ratio {r['cpu_ratio_median']:.2f}x (median)")
         else:
             print(f"  reference (DuckDB read + hourly group-by): {r['reference_median']:.2f} s")
             print(f"  floor (DuckDB's plain copy of the file to Parquet): {r['floor_median']:.2f} s")

@@ -48,23 +48,3 @@ def attach(package: str, where: Mapping[str, Iterable[str]], *,
         return sorted({*sys.modules[package].__dict__, *home, *submodules})
 
     return __getattr__, __dir__, sorted(n for n in home if not n.startswith("_"))
-
-
-def warm(modules: Iterable[str]):
-    """Import `modules` in a thread, and return it: a caller about to wait in a call that holds no GIL
-    (a DuckDB statement) has the imports its next steps need done on the other core meanwhile
-    (docs/scale.md, "Startup"). Join the thread before importing anything else, so that two threads
-    never import at once; a module that fails to import here is imported again where it is used,
-    which raises there."""
-    import threading
-
-    def run() -> None:
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - raised again by the import where the module is used
-                pass
-
-    thread = threading.Thread(target=run, name="ledger-warm", daemon=True)
-    thread.start()
-    return thread

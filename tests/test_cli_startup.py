@@ -187,37 +187,6 @@ def test_a_one_row_ingest_and_its_check_share_one_duckdb_database_and_draw_no_pr
 
 
 @pytest.mark.store
-@pytest.mark.parametrize("rows", [1, 30_000], ids=["one row", "30k rows"])
-def test_what_the_stages_after_the_pass_import_is_imported_during_it(a_ledger, rows):
-    """The imports of the stages after the pass (the check of the batch, numpy for a large batch's key
-    hashes) are made while DuckDB reads the file (``lazy.warm``): once the read stage returns, the
-    rest of `ledger ingest` imports no module of the ledger's, nor numpy, and the warming thread is
-    gone (joined: never two threads importing at once). A one-row batch warms no numpy."""
-    row = a_ledger / "many.csv"
-    lines = [f"w-{i},2026-10-05T10:{i // 1000 % 60:02d}:{i % 60:02d}Z,acme,chat,gpt-5-mini,openai,100,20,ok"
-             for i in range(rows)]
-    row.write_text("request_id,occurred_at,tenant,product,model,provider,input_tokens,output_tokens,status\n"
-                   + "\n".join(lines) + "\n")
-    code = ("import sys, threading, json\nfrom ledger.ingest import commit\nread = commit._read\nseen = {}\n"
-            "def watched(*a, **k):\n    r = read(*a, **k)\n    seen['read'] = set(sys.modules)\n"
-            "    seen['threads'] = [t.name for t in threading.enumerate()]\n    return r\n"
-            "commit._read = watched\n"
-            "from typer.testing import CliRunner\nfrom ledger.cli import app\n"
-            f"r = CliRunner().invoke(app, ['ingest', 'requests', {str(row)!r}, '--json'])\n"
-            "assert r.exit_code == 0, r.output\n"
-            "later = sorted(m for m in set(sys.modules) - seen['read'] if m.startswith(('ledger.', 'numpy')))\n"
-            "print(json.dumps({'later': later, 'threads': seen['threads'], 'numpy': 'numpy' in seen['read'], "
-            "'warnings': json.loads(r.stdout)['warnings']}))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    got = json.loads(r.stdout.strip().splitlines()[-1])
-    assert got["later"] == [], got  # the check's modules (ingest.cli.CHECK_MODULES) were warmed
-    assert "ledger-warm" not in got["threads"], got
-    assert got["numpy"] == (rows > 20_000), got
-    assert any("gpt-5-mini" in w for w in got["warnings"]), got  # and the batch was checked
-
-
-@pytest.mark.store
 def test_a_fleet_ingest_and_an_undo_import_no_sqlmodel(a_ledger):
     """A fleet batch registers its pools, and `batches undo` removes a batch, through Core too."""
     import sqlalchemy as sa

@@ -67,7 +67,7 @@ def _run(kind: str, files: List[Path], fmt: Optional[str], register_new: bool, d
             result = ingest_bill(files, **opts)
         elif source is None:
             # the batch checked in the ingest's DuckDB database and DB connection (docs/scale.md, "Startup")
-            result = ingest(kind, files, **opts, warm=CHECK_MODULES,
+            result = ingest(kind, files, **opts,
                             after=lambda done, s, con: checked.append(_batch_warnings(done, home.path, s, con)))
         else:
             from .sources import ingest_from
@@ -126,11 +126,6 @@ def batches_as_table(data: list[dict]) -> FitTable:
                   count(d["rows_duplicate"]), _when(d["first_at"], 16), _when(d["last_at"], 16),
                   Text(", ".join(f["path"] for f in d["files"])))
     return t
-
-
-#: What the check of a batch imports beyond the ingest (tests/test_cli_startup.py keeps it so), imported
-#: while DuckDB reads the batch's files (``ingest(warm=...)``)
-CHECK_MODULES = ("ledger.check.findings",)
 
 
 def _batch_warnings(result, home: Path, s=None, con=None) -> list[str]:

@@ -14,13 +14,13 @@ from pathlib import Path
 import duckdb
 import sqlalchemy as sa
 
-from .. import config, duck, facts, facts_layout, lazy, store
+from .. import config, duck, facts, facts_layout, store
 from ..config import Home
 from ..errors import Problem
 from ..schema import INGEST_BATCH, POOL, pending_written, utcnow
 from ..sqltext import literal as lit, quote_ident as q
 from . import enums
-from .dedupe import SET_MAX_ROWS, _already_ingested, key
+from .dedupe import _already_ingested, key
 from .opening import _digests_in_background, open_files
 from .passes import read_file
 from .records import (ADJUSTABLE, Batch, Checked, CommitHook, FileReport, IngestError, IngestResult, Keyed,
@@ -68,8 +68,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
            on_progress: Callable[[float], None] | None = None,
            origins: Sequence[Origin] = (), home: Home | None = None,
            on_commit: CommitHook | None = None,
-           after: Callable[[IngestResult, object, duckdb.DuckDBPyConnection], None] | None = None,
-           warm: Sequence[str] = ()) -> IngestResult:
+           after: Callable[[IngestResult, object, duckdb.DuckDBPyConnection], None] | None = None) -> IngestResult:
     """Validate and ingest `paths` of one `kind` as one atomic batch. Raises IngestError (nothing written).
 
     `on_step(message)` is told each stage; `on_progress(percent)` how far DuckDB is through the
@@ -83,8 +82,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
     ledger DB's Core connection `s` and the batch's DuckDB connection `con` (its workspace's, open
     until `after` returns): ``ledger ingest`` checks the batch with them, so that the ingest and the
     check of its batch share one DuckDB database and one DB connection. It must not raise: the batch
-    is committed already (an error would still be raised to the caller). `warm`: modules `after` will
-    import, imported in a thread while DuckDB reads the files (``ledger.lazy.warm``)."""
+    is committed already (an error would still be raised to the caller)."""
     if kind not in facts.KINDS:
         raise IngestError([Problem(file=kind, message=f"unknown kind (one of {', '.join(facts.KINDS)})")])
     if as_adjustment and kind not in ADJUSTABLE:
@@ -96,8 +94,7 @@ def ingest(kind: str, paths: Sequence[str | Path], *, fmt: str | None = None, re
         raise IngestError([Problem(file=kind, message="no files given")])
     ledger = config.home() if home is None else home
     batch = Batch(kind=kind, paths=tuple(Path(p) for p in paths), fmt=fmt, register_new=register_new,
-                  dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()), on_commit=on_commit,
-                  warm=tuple(warm))
+                  dry_run=dry_run, as_adjustment=as_adjustment, origins=tuple(origins or ()), on_commit=on_commit)
     # one Core connection, one transaction: the batch row, the names and pools it registers and a
     # caller's hook (a sync's watermark) are committed together, without SQLModel (docs/scale.md, "Startup")
     with _lock(ledger.path), store.writing(ledger.database_url) as s:
@@ -196,38 +193,24 @@ def _ledger_state(s, batch: Batch) -> LedgerState:
 
 def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile], batch: Batch) -> Read:
     """Stages 2 and 3 file by file: each file's one pass (``passes.read_file``), then its rows checked
-    (``rows.check_file``), while a thread computes the files' SHA-256 and another imports what the
-    stages after it use (:func:`_warming`). IngestError with every file's problems, in file order, then
-    the batch's (``rows.batch_problems``: unknown names, closed months), so that one run names them all."""
+    (``rows.check_file``), while a thread computes the files' SHA-256. IngestError with every file's
+    problems, in file order, then the batch's (``rows.batch_problems``: unknown names, closed months),
+    so that one run names them all."""
     ws.staging.mkdir(parents=True, exist_ok=True)
     digests = _digests_in_background([f.path for f in files])
     reads, problems, total = [], [], 0
-    warming = lazy.warm(_warming(files, batch))
-    try:
-        for i, f in enumerate(files):
-            r = read_file(ws, i, f, state)
-            found, n = check_file(ws.con, ws.kind, r)
-            problems += found
-            total += n
-            reads.append(r)
-    finally:
-        warming.join()  # its imports done before this thread imports anything again
+    for i, f in enumerate(files):
+        r = read_file(ws, i, f, state)
+        found, n = check_file(ws.con, ws.kind, r)
+        problems += found
+        total += n
+        reads.append(r)
     shas = digests.result()
     if problems:
         more, _ = batch_problems(ws.con, batch, state, reads)  # every problem in one run: names, closed months
         kept = problems[:max(0, MAX_PROBLEMS - len(more))]  # the batch's lines are never cut off by the rows'
         raise IngestError(kept + more, max(total, len(problems)) + len(more))
     return Read(files=tuple(reads), reports=tuple(FileReport.of(r.file, sha, r.rows) for r, sha in zip(reads, shas)))
-
-
-def _warming(files: Sequence[OpenFile], batch: Batch) -> tuple[str, ...]:
-    """What the stages after the pass import, to import during it: zoneinfo (DuckDB's instants come
-    back in their zone: the batch's extent), numpy when the files are large enough for the key's
-    hashes to be sorted by it (``dedupe.hashes_repeat``, over SET_MAX_ROWS rows; a CSV or JSON row
-    is over 32 bytes), and the caller's modules (``Batch.warm``). A head start only: a module not
-    warmed is imported where it is used."""
-    size = sum(f.read_path.stat().st_size for f in files if f.read_path.exists())
-    return ("zoneinfo",) + (("numpy",) if size > SET_MAX_ROWS * 32 else ()) + batch.warm
 
 
 def stage(ws: Workspace, read: Read, keyed: Keyed) -> tuple[Path, ...]:

@@ -152,9 +152,7 @@ class Batch:
     - `origins`: the files the batch records instead of `paths`, one per path, when they were
       converted from them (an adapter's sources, a bill); empty otherwise.
     - `on_commit`: what the caller commits with the batch row, in its transaction (a sync's
-      watermark), or None.
-    - `warm`: modules the caller imports once the batch is in (``ledger ingest``: the check of its
-      batch), imported while DuckDB reads the files (``ledger.lazy.warm``)."""
+      watermark), or None."""
 
     kind: str
     paths: tuple[Path, ...]
@@ -164,7 +162,6 @@ class Batch:
     as_adjustment: bool = False
     origins: tuple[Origin, ...] = ()
     on_commit: CommitHook | None = None
-    warm: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
