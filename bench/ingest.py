@@ -91,18 +91,19 @@ import duckdb
 src = sys.argv[1]
 rel = f"read_parquet('{src}')" if src.endswith(".parquet") else f"read_csv('{src}')"
 with tempfile.TemporaryDirectory() as d:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     con.execute(f"COPY (SELECT * FROM {rel}) TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION zstd)")
     con.close()
-    print(json.dumps({"seconds": time.perf_counter() - t}))
+    print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - c}))
 """
 
 
-def run(argv: list[str], env: dict) -> tuple[str, float, float]:
-    """Run `argv`; return its standard output, its wall time from start to exit (s) and its peak RSS (MiB)."""
+def run(argv: list[str], env: dict) -> tuple[str, float, float, float]:
+    """Run `argv`; return its standard output, its wall time from start to exit (s), its peak RSS (MiB)
+    and its CPU time, user and system, of every thread (s)."""
     with tempfile.TemporaryFile("w+") as errs:
         t = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=errs, text=True)
@@ -113,7 +114,7 @@ def run(argv: list[str], env: dict) -> tuple[str, float, float]:
         if proc.returncode != 0:
             errs.seek(0)
             raise SystemExit(f"{argv[:3]} failed ({proc.returncode}):\n{errs.read()}")
-    return out, seconds, usage.ru_maxrss / 1024
+    return out, seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def child(code: str, arg: str, env: dict) -> tuple[dict, float]:
@@ -195,15 +196,18 @@ def whole_cli(path: Path, rows: int, repeat: int) -> dict:
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="ledger-bench-") as home:
             env = fresh_home(home)
-            before = child(FLOOR, str(path), env)[0]["seconds"]
-            out, seconds, rss = run([*argv, "ingest", "requests", str(path), "--register-new", "--json"], env)
-            after = child(FLOOR, str(path), env)[0]["seconds"]
+            before = child(FLOOR, str(path), env)[0]
+            out, seconds, rss, cpu = run([*argv, "ingest", "requests", str(path), "--register-new", "--json"], env)
+            after = child(FLOOR, str(path), env)[0]
         assert json.loads(out)["rows_new"] == rows, out
-        floor = (before + after) / 2
+        floor = (before["seconds"] + after["seconds"]) / 2
+        floor_cpu = (before["cpu"] + after["cpu"]) / 2
         runs.append({"cli": seconds, "floor": floor, "ratio": seconds / floor, "peak_rss_mib": rss,
-                     "floor_before": before, "floor_after": after})
+                     "floor_before": before["seconds"], "floor_after": after["seconds"],
+                     "cli_cpu": cpu, "floor_cpu": floor_cpu, "cpu_ratio": cpu / floor_cpu})
     return {"rows": rows, "file_mib": round(path.stat().st_size / 2**20, 1), "repeat": repeat, "command": argv[-1],
-            **{f"{k}_median": round(statistics.median(r[k] for r in runs), 3) for k in ("cli", "floor", "ratio")},
+            **{f"{k}_median": round(statistics.median(r[k] for r in runs), 3)
+               for k in ("cli", "floor", "ratio", "cli_cpu", "floor_cpu", "cpu_ratio")},
             "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs)), "ratios": [round(r["ratio"], 2) for r in runs],
             "all_seconds": {k: [round(r[k], 2) for r in runs] for k in ("floor_before", "cli", "floor_after")}}
 
@@ -233,6 +237,9 @@ def main() -> None:
             print(f"  `ledger ingest requests` (the whole command, start to exit): {r['cli_median']:.2f} s, "
                   f"peak RSS {r['peak_rss_mib']} MiB")
             print(f"  ratio command/floor: {r['ratio_median']:.2f}x (median of {r['ratios']}; target 1.5x)")
+            print(f"  CPU-seconds (user + system, every thread; the command's from start to exit, the floor's of the "
+                  f"copy): {r['cli_cpu_median']:.2f} against {r['floor_cpu_median']:.2f}, "
+                  f"ratio {r['cpu_ratio_median']:.2f}x (median)")
         else:
             print(f"  reference (DuckDB read + hourly group-by): {r['reference_median']:.2f} s")
             print(f"  floor (DuckDB's plain copy of the file to Parquet): {r['floor_median']:.2f} s")
