@@ -52,32 +52,11 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-@pytest.fixture
-def db_url(tmp_path):
-    """A fresh, empty database URL: a SQLite file, or a new schema on the PostgreSQL server."""
-    pg = _pg_url()
-    if pg is None:
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
-        return
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(pg, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    sep = "&" if "?" in pg else "?"
-    yield f"{pg}{sep}options=-csearch_path%3D{schema}"
-    from ledger import store
-
-    store.dispose_engines()
-    with admin.connect() as c:
-        c.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
-
-
 @contextlib.contextmanager
 def fresh_db_url(folder: Path):
     """A fresh, empty database URL while the block runs: a SQLite file in `folder`, or a new schema on
-    the PostgreSQL server (LEDGER_TEST_DATABASE_URL), dropped after it: what `db_url` gives a test,
-    for a fixture of a wider scope (test_demo.py's module-wide `ledger demo` run)."""
+    the PostgreSQL server (LEDGER_TEST_DATABASE_URL), dropped after it: `db_url` for a test, and for
+    a fixture of a wider scope (test_demo.py's module-wide `ledger demo` run)."""
     pg = _pg_url()
     if pg is None:
         yield f"sqlite:///{folder / 'ledger.db'}"
@@ -96,6 +75,13 @@ def fresh_db_url(folder: Path):
         with admin.connect() as c:
             c.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture
+def db_url(tmp_path):
+    """A fresh, empty database URL: a SQLite file, or a new schema on the PostgreSQL server."""
+    with fresh_db_url(tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
