@@ -103,12 +103,8 @@ def demo_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("demo-run")
     home = tmp / "home"
     home.mkdir()
-    with fresh_db_url(tmp) as url:
-        env = {"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None}
-        if url.startswith("sqlite"):
-            url = f"sqlite:///{home / 'ledger.db'}"
-        else:
-            env["LEDGER_DATABASE_URL"] = url
+    with fresh_db_url(home) as url:  # SQLite: the ledger DB in the home, where the demo looks for it
+        env = {"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None if url.startswith("sqlite") else url}
         store.init_store(url)
         with pytest.MonkeyPatch.context() as mp:
             for name, value in env.items():

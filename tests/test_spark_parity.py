@@ -139,10 +139,8 @@ def test_generated_ledgers_allocate_the_same_on_spark_and_duckdb(spark, fleet, r
     assert_same(duck, outcome(lambda: spark_allocation(spark, frames, policy)))
 
 
-def test_the_demo_month_allocates_the_same_on_spark(ledger_home, tmp_path, monkeypatch, spark_defaults):
-    monkeypatch.chdir(tmp_path)
-    r = runner.invoke(app, ["demo", "--json"])  # ingests the month (in month partitions)
-    assert r.exit_code == 0, r.output
+def test_the_demo_month_allocates_the_same_on_spark(demo_ledger, ledger_home, spark_defaults):
+    # the demo's ledger (conftest: a copy of the session's `ledger demo`, its facts in month partitions)
     docs = {}
     for engine in ("duckdb", "spark"):
         r = runner.invoke(app, ["allocate", "--period", "2026-10", "--engine", engine, "--json"])
