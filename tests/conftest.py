@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import uuid
 from pathlib import Path
@@ -84,9 +85,35 @@ def db_url(tmp_path):
         yield url
 
 
+#: The empty SQLite ledger DB that Alembic migrated to head in this worker (made once, then only copied).
+_MIGRATED: list[Path] = []
+
+
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """An empty SQLite ledger DB migrated to head by ``store.init_store`` (Alembic's ``upgrade head``),
+    made once per worker: migrating a fresh database takes about 0.25 s, copying this file 1 ms. Its
+    only row is Alembic's revision (no id, path or time of its own), so a copy is the database a
+    migration of a new file gives. Read-only: copy it."""
+    if not _MIGRATED:
+        from ledger import store
+
+        folder = tmp_path_factory.mktemp("migrated")
+        db = folder / "ledger.db"
+        store.init_store(f"sqlite:///{db}", home=folder / "home")
+        store.dispose_engines()
+        _MIGRATED.append(db)
+    return _MIGRATED[0]
+
+
 @pytest.fixture
-def ledger_home(tmp_path, db_url, monkeypatch):
-    """A fresh ledger home in a temp folder, its DB migrated to head; env vars point the CLI at it."""
+def ledger_home(tmp_path, db_url, monkeypatch, tmp_path_factory):
+    """A fresh ledger home in a temp folder, its DB migrated to head; env vars point the CLI at it.
+
+    On SQLite the DB is a copy of the worker's migrated one (:func:`migrated_sqlite`), and
+    ``init_store`` still runs on it (Alembic finds it at head and changes nothing); on PostgreSQL
+    every test's schema is migrated from empty."""
+    import shutil
+
     from ledger import store
 
     home = tmp_path / "home"
@@ -95,6 +122,7 @@ def ledger_home(tmp_path, db_url, monkeypatch):
     if db_url.startswith("sqlite"):
         monkeypatch.delenv("LEDGER_DATABASE_URL", raising=False)
         url = f"sqlite:///{home / 'ledger.db'}"
+        shutil.copyfile(migrated_sqlite(tmp_path_factory), home / "ledger.db")
     else:
         monkeypatch.setenv("LEDGER_DATABASE_URL", db_url)
         url = db_url
@@ -103,36 +131,86 @@ def ledger_home(tmp_path, db_url, monkeypatch):
     store.dispose_engines()
 
 
-# ---- the demo, built once per session ------------------------------------------------------------
+# ---- the demo, built once per run ----------------------------------------------------------------
 # `ledger demo` builds three months and an open one (about 10 s on a quiet machine); a dozen test
-# modules read it. It is built once per session in a SQLite home of its own, which nothing changes:
-# a test or module that needs the demo in a ledger it may change gets a copy of that folder (the
-# ledger DB, the facts and the demo's inputs), which is the same ledger, run ids included. On
-# PostgreSQL (the store tests' second run) the demo is built afresh in the test's own schema, so the
-# store tests still run it on the real server.
-_DEMO: dict[str, tuple[Path, object]] = {}
+# modules read it. It is built once per run, by a real `ledger demo --json` run in a fresh, migrated
+# SQLite home, from the folder that holds the home (as test_demo.py's end-to-end test needs it), and
+# nothing changes it afterwards. The first pytest-xdist worker that needs it builds it under a lock,
+# in the temp folder the workers share; the others wait for it and read the same build. A test or
+# module that needs the demo in a ledger it may change gets a copy of that folder (the ledger DB,
+# the facts and the demo's inputs), which is the same ledger, run ids included. On PostgreSQL (the
+# store tests' second run) the demo is built afresh in the test's own schema, so the store tests
+# still run it on the real server.
+_DEMO: dict[str, object] = {}
+
+
+def _run_folder(tmp_path_factory) -> Path:
+    """The temp folder of this pytest run that every worker sees (a worker's own is one level below)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def demo_template(tmp_path_factory) -> tuple[Path, object]:
-    """(home, DemoResult) of the demo built once this session; read-only (copy it to change it)."""
+    """(home, DemoResult) of the demo built once this run; read-only (copy it to change it)."""
     if "built" not in _DEMO:
+        import fcntl
+        import pickle
         import shutil
 
-        from ledger import store
+        from typer.testing import CliRunner
+
+        from ledger import demo, store
+        from ledger.cli import app
         from ledger.demo import run_demo
 
-        home = tmp_path_factory.getbasetemp() / "demo-template" / "home"
-        if home.parent.exists():
-            shutil.rmtree(home.parent)
-        home.parent.mkdir(parents=True)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("LEDGER_HOME", str(home))
-            mp.delenv("LEDGER_DATABASE_URL", raising=False)
-            mp.chdir(home.parent)
-            result = run_demo()
-            store.dispose_engines()
+        folder = _run_folder(tmp_path_factory) / "demo-template"
+        home, done = folder / "home", folder / "result.pickle"
+        with open(_run_folder(tmp_path_factory) / "demo-template.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the worker dies)
+            if not done.exists():
+                if folder.exists():  # a build that failed half-way
+                    shutil.rmtree(folder)
+                folder.mkdir(parents=True)
+                home.mkdir()
+                made: list = []
+
+                def run_and_keep(*args, **kwargs):
+                    made.append(run_demo(*args, **kwargs))
+                    return made[-1]
+
+                with pytest.MonkeyPatch.context() as mp:  # as a user runs it: test_demo.py's `demo_run`
+                    mp.setenv("LEDGER_HOME", str(home))
+                    mp.delenv("LEDGER_DATABASE_URL", raising=False)
+                    mp.chdir(folder)
+                    mp.setattr(demo, "run_demo", run_and_keep)  # the DemoResult the command printed
+                    store.init_store(f"sqlite:///{home / 'ledger.db'}")
+                    r = CliRunner().invoke(app, ["demo", "--json"])
+                    store.dispose_engines()
+                if r.exit_code != 0 or not made:
+                    raise RuntimeError(f"ledger demo --json failed ({r.exit_code}): {r.output}")
+                part = done.with_suffix(".part")
+                part.write_bytes(pickle.dumps((made[0], DemoCommand(r.exit_code, r.stdout, r.output))))
+                part.rename(done)  # the result last: its presence says the build is whole
+            result, command = pickle.loads(done.read_bytes())
         _DEMO["built"] = (home, result)
+        _DEMO["command"] = command
     return _DEMO["built"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoCommand:
+    """What the run of ``ledger demo --json`` that built the session's demo said (a CliRunner result's
+    fields that tests read)."""
+
+    exit_code: int
+    stdout: str
+    output: str
+
+
+def demo_command(tmp_path_factory) -> DemoCommand:
+    """The ``ledger demo --json`` run that built the session's demo (:func:`demo_template`)."""
+    demo_template(tmp_path_factory)
+    return _DEMO["command"]
 
 
 def copy_demo(tmp_path_factory, dest: Path):
@@ -145,7 +223,9 @@ def copy_demo(tmp_path_factory, dest: Path):
     if dest.exists():
         for p in dest.iterdir():
             shutil.rmtree(p) if p.is_dir() else p.unlink()
-    shutil.copytree(home, dest, dirs_exist_ok=True)
+    # a reader in another worker (the dashboard's server) may hold the template's SQLite DB open: its
+    # shared-memory index is that reader's, and SQLite makes the copy its own
+    shutil.copytree(home, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*-shm"))
     return dataclasses.replace(result, home=dest)
 
 

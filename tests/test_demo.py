@@ -97,14 +97,22 @@ def demo_run(tmp_path_factory):
     """`ledger demo --json` run once for this module as a user runs it: from the folder that holds
     the ledger home `home`, which the environment names (LEDGER_HOME), fresh and migrated (a SQLite
     DB in the home, or a schema of its own on PostgreSQL, as `ledger_home` makes one). Returns (the
-    environment, the home, the CliResult); the module's two slow tests read it, neither changes it."""
-    from conftest import fresh_db_url
+    environment, the home, the CliResult); the module's two slow tests read it, neither changes it.
+
+    On SQLite that run is the one that built the session's demo (tests/conftest.py's `demo_template`:
+    the same command, in a home made the same way), and `home` is a copy of it; on PostgreSQL it runs
+    here, in a schema of its own."""
+    from conftest import copy_demo, demo_command, fresh_db_url
 
     tmp = tmp_path_factory.mktemp("demo-run")
     home = tmp / "home"
     home.mkdir()
     with fresh_db_url(home) as url:  # SQLite: the ledger DB in the home, where the demo looks for it
         env = {"LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": None if url.startswith("sqlite") else url}
+        if url.startswith("sqlite"):
+            copy_demo(tmp_path_factory, home)
+            yield env, home, demo_command(tmp_path_factory)
+            return
         store.init_store(url)
         with pytest.MonkeyPatch.context() as mp:
             for name, value in env.items():

@@ -42,13 +42,17 @@ runner = CliRunner()
 
 #: Settings for these tests only, never the ledger's (ledger.allocate.spark.SETTINGS and local_settings stand).
 #: The generated ledgers are a few dozen rows, so Spark's time there is its fixed cost per query, not the
-#: work: on 2 cores the module's JVM used 137 to 155 s of CPU with these, 186 to 192 s without (two runs each).
+#: work: on 2 cores the module's JVM used 137 to 155 s of CPU with these (but C1), 186 to 192 s without (two
+#: runs each).
 #: None changes what is computed: the parity is of SQL semantics (the same rows, exact decimals, ANSI
 #: errors), which Spark keeps whichever plan or evaluation path it takes.
 TEST_SETTINGS = {
-    # the serial collector: a heap of a few hundred MB needs no concurrent GC threads on two cores.
-    # (C1 only, -XX:TieredStopAtLevel=1, halved the session's start but made the demo month slower)
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+    # the serial collector: a heap of a few hundred MB needs no concurrent GC threads on two cores;
+    # and the JIT's quick compiler only (C1, -XX:TieredStopAtLevel=1): the optimizing one (C2) spends
+    # more CPU compiling Spark's code than a module of small queries gets back. The module alone, 6
+    # generated ledgers and the demo month: 185 to 129 CPU-seconds, 106 s to 95 s (the demo month
+    # itself 1 s slower); in the suite the two workers' CPU is what bounds it
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
     # expressions interpreted, no Java generated and compiled by Janino for every query (Spark's
     # own tests check each expression both ways, for the same result). The demo month below puts
     # Spark's defaults back, so the generated code of a real allocation is run there too
