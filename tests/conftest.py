@@ -163,9 +163,10 @@ def demo_template(tmp_path_factory) -> tuple[Path, object]:
         from ledger.cli import app
         from ledger.demo import run_demo
 
-        folder = _run_folder(tmp_path_factory) / "demo-template"
+        shared = _run_folder(tmp_path_factory)
+        folder = shared / "demo-template"
         home, done = folder / "home", folder / "result.pickle"
-        with open(_run_folder(tmp_path_factory) / "demo-template.lock", "w") as lock:
+        with open(shared / "demo-template.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the worker dies)
             if not done.exists():
                 if folder.exists():  # a build that failed half-way

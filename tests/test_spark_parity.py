@@ -42,8 +42,8 @@ runner = CliRunner()
 
 #: Settings for these tests only, never the ledger's (ledger.allocate.spark.SETTINGS and local_settings stand).
 #: The generated ledgers are a few dozen rows, so Spark's time there is its fixed cost per query, not the
-#: work: on 2 cores the module's JVM used 137 to 155 s of CPU with these (but C1), 186 to 192 s without (two
-#: runs each).
+#: work: on 2 cores the module's JVM used 137 to 155 s of CPU with these (before C1 only was added below),
+#: 186 to 192 s without them (two runs each).
 #: None changes what is computed: the parity is of SQL semantics (the same rows, exact decimals, ANSI
 #: errors), which Spark keeps whichever plan or evaluation path it takes.
 TEST_SETTINGS = {
