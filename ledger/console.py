@@ -342,11 +342,13 @@ def _leave(code: object) -> None:
     elif isinstance(code, int):
         status = code & 0xFF
     else:  # SystemExit("text"): the text on stderr, status 1
-        sys.stderr.write(f"{code}\n")
+        if sys.stderr is not None:
+            sys.stderr.write(f"{code}\n")
         status = 1
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr):  # None: a stream closed before the start (``>&-``)
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError):
             pass
     import atexit
