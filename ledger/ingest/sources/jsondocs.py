@@ -91,9 +91,12 @@ class Documents:
     #: the places where a document deeper than `depth` could start: (its keys list SQL, the document's
     #: column, the JSON path of the place)
     below: list[tuple[str, str, str]] = field(default_factory=list)
-    #: the column true when some object on the asked paths, in any document of the row, has a key
-    #: twice: the gate of every path's own test (nearly always false: one test a row, not one a path)
+    #: the column true when some key on the asked paths, in any document of the row, is written twice
+    #: in its object: the gate of every path's own test (nearly always false: one test a row, not one a path)
     twice: str = field(default_factory=lambda: f"_twice_{uuid.uuid4().hex[:8]}")
+    #: the tests the gate is made of: SQL true when a key on a path is written twice in its object
+    #: (the key counted in the object's key list), one per (object, key) of every path asked
+    repeats: dict[str, None] = field(default_factory=dict)
 
     def named(self, sql: str) -> str:
         """The column that holds `sql` (computed once per row, after the documents)."""
@@ -154,12 +157,12 @@ class Documents:
                           f"ELSE CAST({elem} AS VARCHAR) END)")
         self.plain(text, label)
         if dups:
-            any_dup = " OR ".join(dict.fromkeys(_dup_of(k) for k, _ in dups))
-            twice = [(f"len(list_filter({k}, lambda x: x = {lit(s)})) > 1", s) for k, s in dups]
+            twice = [(_repeated(k, s), s) for k, s in dups]
+            self.repeats.update(dict.fromkeys(c for c, _ in twice))
             which = " ".join(f"WHEN {c} THEN {lit(s)}" for c, s in twice)
             self.flags.setdefault(f"{label}\x00dup", (
                 f"(CASE WHEN NOT coalesce({self.twice}, false) THEN false "
-                f"WHEN {any_dup} THEN ({' OR '.join(c for c, _ in twice)}) ELSE false END)",
+                f"ELSE coalesce({' OR '.join(c for c, _ in twice)}, false) END)",
                 f"'the key ' || (CASE {which} END) || "
                 f"{lit(' is written twice in one object: which value counts would be a guess')}"))
         return text
@@ -229,12 +232,11 @@ class Documents:
                 lists.append(f"json_keys({d.name}, [{', '.join(lit(p) for p in d.parents)}]) AS {d.name}_k" if d.parents
                              else f"CAST(NULL AS VARCHAR[][]) AS {d.name}_k")
             rel = f"SELECT *, {', '.join(lists)} FROM ({rel})"
-            dups = ", ".join(f"list_transform({d.name}_k, lambda ks: len(ks) > list_unique(ks)) AS {d.name}_dup"
-                             for d in here if d.parents)
-            rel = f"SELECT *, {dups} FROM ({rel})" if dups else rel
-        keyed = [d for d in docs if d.leaves and d.parents]
-        if keyed:
-            anywhere = " OR ".join(f"coalesce(list_bool_or({d.name}_dup), false)" for d in keyed)
+        if self.repeats:
+            # each key on the paths counted in its object's keys: a scan of a few keys each, cheaper in
+            # all than a test of every object for any key twice (``list_unique``, a hash set a row and
+            # object: about three times the time, docs/scale.md), and only these keys can be refused
+            anywhere = " OR ".join(f"coalesce({c}, false)" for c in self.repeats)
             rel = f"SELECT *, ({anywhere}) AS {self.twice} FROM ({rel})"
         # the values, layer by layer: those over the documents first, then those over other values (a
         # decimal over its text, a sum over its parts), each in the layer after the last value it reads:
@@ -251,10 +253,9 @@ class Documents:
 _VAL = re.compile(r"_val_[0-9a-f]{8}")
 
 
-def _dup_of(keys: str) -> str:
-    """SQL: whether the object whose keys are `keys` (``NAME_k[j]``) has a key twice (``NAME_dup[j]``)."""
-    name, _, index = keys.rpartition("_k[")
-    return f"coalesce({name}_dup[{index}, false)"
+def _repeated(keys: str, key: str) -> str:
+    """SQL: whether `key` is written more than once among `keys` (an object's key list, ``NAME_k[j]``)."""
+    return f"len(list_filter({keys}, lambda x: x = {lit(key)})) > 1"
 
 
 def _name() -> str:
