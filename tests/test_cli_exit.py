@@ -36,12 +36,12 @@ def test_every_outcome_is_the_same_as_the_interpreters_own_exit(ledger_home):
     bad = ledger_home / "bad.csv"
     bad.write_text("request_id,occurred_at,tenant,product,model,provider,input_tokens,output_tokens,status\n"
                    "r-0,2026-09-05T10:00:00Z,acme,chat,gpt-5-mini,openai,-100,20,ok\n")
-    cases = [("pricebook", "show", "--json"), ("nosuch",), ("ingest", "requests", str(bad)),
+    cases = [("pricebook", "show", "--json", "--at", "2026-10-15T00:00:00Z"), ("nosuch",), ("ingest", "requests", str(bad)),
              ("runs", "--period", "2026-13")]
     for args in cases:
         quick, full = ledger(*args), ledger(*args, full=True)
         assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), args
-    shown = ledger("pricebook", "show", "--json")
+    shown = ledger("pricebook", "show", "--json", "--at", "2026-10-15T00:00:00Z")
     assert shown.returncode == 0 and len(shown.stdout) > 16384
     json.loads(shown.stdout)  # whole: the last buffer was written
     assert ledger("nosuch").returncode == 2
