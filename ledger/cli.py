@@ -11,6 +11,7 @@ PySpark; ``bench/startup.py`` times each command beside its floor."""
 from __future__ import annotations
 
 import importlib
+import inspect
 from contextvars import ContextVar
 from dataclasses import dataclass
 from difflib import get_close_matches
@@ -91,11 +92,32 @@ _LISTING: ContextVar[bool] = ContextVar("ledger_listing", default=False)
 
 
 def load(name: str) -> click.Command:
-    """The real click command `name`: its module imported and registered on an app of its own."""
+    """The real click command `name`: its module imported and registered on an app of its own, its
+    help (and its subcommands') made prose (:func:`prose`)."""
     lazy = _BY_NAME[name]
     scratch = typer.Typer(add_completion=False)
     importlib.import_module(lazy.module).register(scratch)
-    return typer.main.get_group(scratch).commands[name]
+    command = typer.main.get_group(scratch).commands[name]
+    _prose_all(command)
+    return command
+
+
+def prose(text: str) -> str:
+    """A command's help as paragraphs of prose: the line breaks of its docstring inside a paragraph
+    become spaces. Typer's rich help keeps them (the first paragraph in a group's list of commands,
+    the others in the command's own help), and a docstring wrapped at the source's width then shows
+    as ragged lines in a wider or narrower terminal. A paragraph that starts with ``\b`` (click's
+    mark for text kept as written) and whatever follows ``\f`` (not shown) are left as they are."""
+    head, mark, tail = inspect.cleandoc(text).partition("\f")
+    paragraphs = [p if p.startswith("\b") else " ".join(p.split()) for p in head.split("\n\n")]
+    return "\n\n".join(p for p in paragraphs if p) + mark + tail
+
+
+def _prose_all(command: click.Command) -> None:
+    if command.help:
+        command.help = prose(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _prose_all(sub)
 
 
 def whole() -> click.Group:

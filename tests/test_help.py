@@ -83,3 +83,36 @@ def test_a_hidden_deprecated_spelling_still_works_and_says_so(tmp_path):
     assert "--scenario " in r.output and "--scenarios" not in r.output
     r = runner.invoke(app, ["budget", "forecast", str(tmp_path / "missing.toml"), "--scenarios", "base"])
     assert "warning: --scenarios is deprecated: use --scenario" in r.stderr
+
+
+def test_every_commands_help_is_prose_whatever_its_docstrings_line_breaks():
+    """Typer's rich help keeps a docstring's single line breaks (the first paragraph in a group's list
+    of commands, the others in the command's own help): wrapped at the source's width, they showed as
+    ragged lines (`ledger sync --help`, `ledger dims --help`). Every command's help is paragraphs of
+    prose, and no reStructuredText markup shows through."""
+    import inspect
+
+    root = whole()
+    ragged = []
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        text = inspect.cleandoc(cmd.help or "").partition("\f")[0]
+        ragged.extend((" ".join(path), p) for p in text.split("\n\n") if "\n" in p and not p.startswith("\b"))
+        assert "``" not in text, path
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, path + (name,))
+
+    walk(root, ())
+    assert ragged == []
+
+
+def test_prose_joins_lines_within_paragraphs_and_keeps_what_click_keeps():
+    from ledger.cli import prose
+
+    assert prose("One\n    two.\n\n    Three\n    four.") == "One two.\n\nThree four."
+    assert prose("Kept:\n\n\b\nline one\nline two\n\nEnd\nhere.") == "Kept:\n\n\b\nline one\nline two\n\nEnd here."
+    assert prose("Shown\nhere.\f\nNot shown\nas written.") == "Shown here.\f\nNot shown\nas written."
+    r = runner.invoke(app, ["sync", "--help"], env={"COLUMNS": "200"}, terminal_width=200)
+    assert r.exit_code == 0
+    assert "as the usual batches (checks, keys, closed months as adjustments), its new watermark" in r.output

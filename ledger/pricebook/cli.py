@@ -36,8 +36,8 @@ def pricebook_check(paths: Optional[List[Path]] = typer.Argument(None, help=_PAT
                                                                        "(file, line, column, entry, message) as JSON"),
                     as_csv: bool = typer.Option(False, "--csv", help="print the problems as CSV, one row each "
                                                                      "(header only when there are none)")) -> None:
-    """Validate price books: exit 0 when clean, else exit 1 and one line per problem, ``file:line: entry:
-    problem`` (the line of the entry's table header where known; with --json or --csv, the problems on
+    """Validate price books: exit 0 when clean, else exit 1 and one line per problem, `file:line: entry:
+    problem` (the line of the entry's table header where known; with --json or --csv, the problems on
     stdout as records with file, line, column, entry and message)."""
     one_format(as_json, as_csv)
     books, problems = load_books(_paths(paths))
