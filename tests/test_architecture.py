@@ -306,8 +306,9 @@ def test_the_private_import_finder_finds_both_forms(tmp_path, monkeypatch):
 
 def _engine_calls() -> list[tuple[str, str, str, str | None, str]]:
     """(method, registry constant, file:line, sql member named by the statement argument, its text)
-    for every ``<engine>.create(con, T, ...)`` and ``.load(con, T, ...)`` in ledger/ whose table
-    argument is a constant of ledger/allocate/tables.py (``T`` or ``tables.T``)."""
+    for every ``<engine>.create(con, T, ...)``, ``.create_in_parts(con, T, keys, lambda part, parts:
+    ...)`` and ``.load(con, T, ...)`` in ledger/ whose table argument is a constant of
+    ledger/allocate/tables.py (``T`` or ``tables.T``)."""
     from ledger.allocate import tables
 
     names = {n for n in dir(tables) if isinstance(getattr(tables, n), tables.TempTable)}
@@ -315,15 +316,17 @@ def _engine_calls() -> list[tuple[str, str, str, str | None, str]]:
     for path in PKG.rglob("*.py"):
         for node in ast.walk(_parse(path)):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("create", "load") and len(node.args) >= 2):
+                    and node.func.attr in ("create", "create_in_parts", "load") and len(node.args) >= 2):
                 continue
             arg = node.args[1]
             const = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else None
             if const not in names:
                 continue
             statement = None
-            if node.func.attr == "create" and len(node.args) >= 3:
-                s = node.args[2].func if isinstance(node.args[2], ast.Call) else node.args[2]
+            made = {"create": 2, "create_in_parts": 3}.get(node.func.attr)
+            if made is not None and len(node.args) > made:
+                s = node.args[made].body if isinstance(node.args[made], ast.Lambda) else node.args[made]
+                s = s.func if isinstance(s, ast.Call) else s
                 if isinstance(s, ast.Attribute) and isinstance(s.value, ast.Name) and s.value.id == "sql":
                     statement = s.attr
             out.append((node.func.attr, const, f"{path.relative_to(ROOT)}:{node.lineno}", statement,
@@ -345,7 +348,7 @@ def test_each_allocation_temp_table_is_made_by_exactly_one_statement():
         assert len(mine) == 1, (t.name, mine)  # made in one place ...
         method, _, where, statement, text = mine[0]
         if t.statement:  # ... by the statement the registry names
-            assert (method, statement) == ("create", t.statement), (where, text)
+            assert method in ("create", "create_in_parts") and statement == t.statement, (where, text)
         else:  # ... or loaded from Python rows
             assert method == "load", (where, text)
 

@@ -14,7 +14,7 @@ from . import sql
 from .engines import Engine
 from .pricing import _Pricer
 from .records import Policy, Tasks, Usage
-from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, REQUEST_PASS, TASK_COUNTS, TASK_KEYS, TASK_STATE
+from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, TASK_COUNTS, TASK_KEYS, TASK_STATE, UNKNOWN_TASKS
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def inputs_in_place(con: duckdb.DuckDBPyConnection, inputs: Inputs | None) -> It
 
 def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, policy: Policy, pricer: _Pricer,
              engine: Engine) -> None:
-    """Relations of the period, read in one pass over outcomes and one over requests, by `engine`
+    """Relations of the period, read in one pass over outcomes and two or more over requests, by `engine`
     (the statements are :mod:`.sql`'s, the tables :mod:`.tables`'; the small ones end as temp
     tables of `con`):
 
@@ -74,13 +74,15 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
       product): `TASK_COUNTS` (small);
     - `FAILED_TASKS`: the tasks whose latest outcome is a failure;
     - `POOL_WEIGHTS`: the pools' token weights, when the policy has some;
-    - `REQUEST_PASS`: the one read of the period's requests, feeding both the request groups (with
-      the failed-task join) and the unknown tasks (the anti-join with `TASK_STATE`);
-    - `GROUPS` (small, `REQUEST_PASS`'s groups): requests grouped by pool or provider, hour (day for provider requests),
+    - `GROUPS` (small): requests grouped by pool or provider, hour (day for provider requests),
       tenant, product, model, work, and for provider requests region, service tier, price span and
       long-context band, with their weight (§4.2), tokens by bucket (uncached input, cached reads,
       5-minute and 1-hour cache writes, output and its reasoning part) and counts. Cache writes
-      are prefilled input: on a pool they weigh as uncached input;
+      are prefilled input: on a pool they weigh as uncached input; failed work by the join with
+      `FAILED_TASKS`;
+    - `UNKNOWN_TASKS`: the tasks of the period's requests with no outcome up to `end` (the
+      anti-join with `TASK_STATE`, in as many parts as its hash table needs to fit in the engine's
+      memory), by (tenant, product), counted in `TASK_COUNTS`;
     - `METERS` (small): the period's meters with their work tag and price span, by group.
     """
     con.execute("SET TimeZone = 'UTC'")
@@ -91,9 +93,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     if join:
         engine.load(con, POOL_WEIGHTS, pool_weights)
     boundaries = pricer.instants(start, end)
-    engine.create(con, REQUEST_PASS, sql.request_pass(start, end, weight, join, boundaries,
-                                                      sql.band_case(pricer.index)))
-    engine.create(con, GROUPS, sql.GROUPS)
+    engine.create(con, GROUPS, sql.request_groups(start, end, weight, join, boundaries, sql.band_case(pricer.index)))
+    engine.create_in_parts(con, UNKNOWN_TASKS, sql.KNOWN_TASKS,
+                           lambda part, parts: sql.unknown_tasks(start, end, part, parts))
     engine.create(con, METERS, sql.meter_groups(start, end, boundaries))
     engine.create(con, TASK_COUNTS, sql.task_counts(start, end))
 

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -213,6 +213,11 @@ class SparkEngine:
                 to_duckdb(con, table, frame)
         except Exception as e:  # an overflow under ANSI mode, a file gone: Spark's first line says which
             raise SparkError(f"Spark failed making {table}: {_first_line(e)}") from e
+
+    def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
+                        statement: Callable[[int, int], str]) -> None:
+        """One part: Spark's joins are already cut into partitions by its shuffle."""
+        self.create(con, table, statement(0, 1))
 
     def load(self, con: duckdb.DuckDBPyConnection, table: TempTable, rows: Sequence[tuple]) -> None:
         from decimal import Decimal

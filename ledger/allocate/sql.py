@@ -1,8 +1,8 @@
 """The allocation's per-request SQL, written once in DuckDB's dialect and rendered per engine with SQLGlot.
 
 Every statement the heavy step runs (the per-task state, failed tasks, request groups with their
-weights, meter groups, task counts, GPU groups and the largest-remainder GPU split) is built here
-as DuckDB SQL. :func:`render` gives it to an engine: DuckDB runs the source as written (it is
+weights, unknown tasks, meter groups, task counts, GPU groups and the largest-remainder GPU split)
+is built here as DuckDB SQL. :func:`render` gives it to an engine: DuckDB runs the source as written (it is
 DuckDB's dialect, so its plans and speed are those of the hand-written SQL it replaces); Apache
 Spark runs SQLGlot's transpilation (``read="duckdb", write="spark"``) with the transforms of
 :func:`_spark_fixes`, each a correction of SQLGlot's output where it is wrong for Spark SQL:
@@ -18,8 +18,6 @@ Spark runs SQLGlot's transpilation (``read="duckdb", write="spark"``) with the t
 - ``arg_max(x, y)`` becomes ``max_by(x, y)`` (SQLGlot's own), with ``x IS NOT NULL`` added to its
   FILTER: DuckDB's arg_max skips rows whose `x` is NULL, Spark's max_by returns that NULL. (No
   statement here uses it now: the per-task state is kept by ``max``, :func:`task_state`.)
-- ``WITH x AS MATERIALIZED (...)`` (DuckDB: one scan streamed to every reader of `x`) is a plain
-  ``WITH x AS (...)``: Spark has no such keyword, and plans each reader of a CTE itself.
 - ``x & (2^b - 1)`` is ``pmod(x, 2^b)`` and ``x >> b`` is ``(x - pmod(x, 2^b)) div 2^b``: the per-task
   state packs into HUGEINT (:func:`low_bits`), which is DECIMAL(38,0) on Spark, whose bitwise
   operators take only integral types. Both are exact for a negative `x` too (rounded down, as
@@ -176,24 +174,19 @@ def task_state(start: datetime, end: datetime) -> str:
 FAILED_TASKS = f"SELECT task_id FROM {tables.TASK_STATE} WHERE latest = {FAILURE}"
 
 
-def request_pass(start: datetime, end: datetime, weight_sql: str, join: str, boundaries: Sequence[datetime],
-                 band: str) -> str:
-    """:data:`.tables.REQUEST_PASS`: the one read of the period's requests, feeding two aggregates.
-    Its rows of `is_task` 0 are the request groups (:data:`.tables.GROUPS`) with their weights,
-    token buckets and counts: a request is failed work when its status is not ok or its task is one
-    of :data:`.tables.FAILED_TASKS`. Its rows of `is_task` 1 are (tenant, product, `unknown_task`):
-    each task of the period's requests with no outcome decided up to the period end (an anti-join
-    with the per-task state), once per (tenant, product) of its requests.
+def request_groups(start: datetime, end: datetime, weight_sql: str, join: str, boundaries: Sequence[datetime],
+                   band: str) -> str:
+    """:data:`.tables.GROUPS`: the period's requests grouped, with their weights, token buckets and
+    counts. A request is failed work when its status is not ok or its task is one of
+    :data:`.tables.FAILED_TASKS` (a fifth of the tasks: their hash table fits in memory, so the wide
+    request rows never spill).
 
-    The requests are read once (``req``, a CTE both aggregates read: DuckDB streams one scan to
-    both, ``MATERIALIZED`` keeps it from being inlined twice). The two joins stay two: the failed
-    tasks are a fifth of the tasks and their hash table fits in memory, so the wide request rows
-    never spill; the anti-join's table holds every task with an outcome (33M at 100M requests) and
-    spills beyond the memory limit, but only (tenant, product, task_id) go through it. One join of
-    the requests with the whole per-task state spills the wide rows: measured 59 s against 37 s."""
+    Its own read of the requests, apart from :func:`unknown_tasks`'. One statement reading the
+    requests once for both (a CTE ``AS MATERIALIZED``) was streamed to both by DuckDB 1.x; DuckDB 2.0
+    stores the CTE's rows (every request, spilled at 100M) and then builds the anti-join's hash
+    table on them rather than on the tasks: at 100M, 68 to 72 s against 23 s for this statement and
+    31 s for the anti-join (docs/scale.md)."""
     return f"""
-        WITH req AS MATERIALIZED (
-            SELECT * FROM requests r WHERE {in_period('r.booked_at', start, end)})
         SELECT r.pool, CASE WHEN r.pool IS NULL THEN r.provider END AS provider,
                {floor_us('epoch_us(r.booked_at)', DAY_OR_HOUR_US)} AS hour,
                r.tenant, r.product, r.model,
@@ -202,7 +195,6 @@ def request_pass(start: datetime, end: datetime, weight_sql: str, join: str, bou
                CASE WHEN r.pool IS NULL THEN coalesce(r.service_tier, 'standard') ELSE '' END AS tier,
                CASE WHEN r.pool IS NULL THEN {epoch_case('r.booked_at', boundaries)} ELSE 0 END AS epoch,
                CASE WHEN r.pool IS NULL THEN {band} ELSE -1 END AS band,
-               CAST(NULL AS VARCHAR) AS unknown_task, 0 AS is_task,
                CAST(coalesce(sum(CASE WHEN r.pool IS NOT NULL THEN {weight_sql} END), 0) AS HUGEINT) AS w,
                count(*) AS n,
                CAST(sum(r.input_tokens + r.output_tokens) AS HUGEINT) AS active,
@@ -215,20 +207,31 @@ def request_pass(start: datetime, end: datetime, weight_sql: str, join: str, bou
                CAST(sum(r.reasoning_tokens) AS HUGEINT) AS reasoning,
                count(*) FILTER (WHERE r.latency_ms IS NULL) AS no_latency,
                min(epoch_us(r.booked_at)) AS first_us
-        FROM req r LEFT JOIN {tables.FAILED_TASKS} f ON r.task_id = f.task_id {join}
-        GROUP BY ALL
-        UNION ALL
-        SELECT DISTINCT NULL, NULL, NULL, r.tenant, r.product, NULL, NULL, NULL, NULL, NULL, NULL, r.task_id, 1,
-               NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-        FROM req r ANTI JOIN (SELECT task_id FROM {tables.TASK_STATE} WHERE latest IS NOT NULL) d
+        FROM requests r LEFT JOIN {tables.FAILED_TASKS} f ON r.task_id = f.task_id {join}
+        WHERE {in_period('r.booked_at', start, end)}
+        GROUP BY ALL"""
+
+
+#: The tasks with an outcome decided up to the period end: the build side of :func:`unknown_tasks`.
+KNOWN_TASKS = f"SELECT task_id FROM {tables.TASK_STATE} WHERE latest IS NOT NULL"
+
+
+def unknown_tasks(start: datetime, end: datetime, part: int = 0, parts: int = 1) -> str:
+    """:data:`.tables.UNKNOWN_TASKS`: each task of the period's requests with no outcome decided up to
+    the period end (an anti-join with :data:`KNOWN_TASKS`), once per (tenant, product) of its
+    requests. Only (tenant, product, task_id) of each request go through the join, whose hash table
+    holds every task with an outcome (31.7M at 100M requests).
+
+    Of `parts` (``Engine.create_in_parts``), part `part`: the tasks whose ``hash(task_id)`` is `part`
+    modulo `parts`, on both sides, so each part is exact and the parts' rows are distinct from each
+    other's (a task is in one part). One part has no such condition."""
+    cut = ("", "") if parts == 1 else (f" AND hash(task_id) % {parts} = {part}",
+                                         f" AND hash(r.task_id) % {parts} = {part}")
+    return f"""
+        SELECT DISTINCT r.tenant, r.product, r.task_id
+        FROM requests r ANTI JOIN ({KNOWN_TASKS}{cut[0]}) d
             ON r.task_id = d.task_id
-        WHERE r.task_id IS NOT NULL"""
-
-
-#: :data:`.tables.GROUPS`: the period's requests grouped, with their weights, token buckets and counts.
-GROUPS = f"""
-    SELECT {", ".join(n for n, _ in tables.GROUPS.columns)}
-    FROM {tables.REQUEST_PASS} WHERE is_task = 0"""
+        WHERE {in_period('r.booked_at', start, end)} AND r.task_id IS NOT NULL{cut[1]}"""
 
 
 def meter_groups(start: datetime, end: datetime, boundaries: Sequence[datetime]) -> str:
@@ -255,8 +258,7 @@ def task_counts(start: datetime, end: datetime) -> str:
               FROM {tables.TASK_STATE} WHERE decided IS NOT NULL GROUP BY k) c
              JOIN {tables.TASK_KEYS} k ON c.k = k.k
         UNION ALL
-        SELECT tenant, product, NULL, 0, 0, count(*) FROM {tables.REQUEST_PASS}
-        WHERE is_task = 1 AND unknown_task IS NOT NULL
+        SELECT tenant, product, NULL, 0, 0, count(*) FROM {tables.UNKNOWN_TASKS}
         GROUP BY tenant, product"""
 
 
@@ -332,16 +334,13 @@ def _is_hugeint(node) -> bool:
 
 
 def _spark_types_and_functions(node):
-    """HUGEINT is DECIMAL(38,0); epoch_us is unix_micros (renamed in place: its arguments are visited);
-    a CTE ``AS MATERIALIZED`` is a plain CTE."""
+    """HUGEINT is DECIMAL(38,0); epoch_us is unix_micros (renamed in place: its arguments are visited)."""
     from sqlglot import exp
 
     if _is_hugeint(node):
         return exp.DataType.build("DECIMAL(38,0)")
     if isinstance(node, exp.Anonymous) and node.name.lower() == "epoch_us":
         node.set("this", "unix_micros")
-    if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
-        node.set("materialized", None)
     return node
 
 

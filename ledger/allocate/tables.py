@@ -60,19 +60,6 @@ POOL_WEIGHTS = TempTable(
     "_pool_weights", (("pool", "VARCHAR"), ("u", "BIGINT"), ("c", "BIGINT"), ("o", "BIGINT")), statement=None)
 """The pools' token weights (uncached, cached, output) scaled to integers (rows of ``sql.weight``)."""
 
-REQUEST_PASS = TempTable(
-    "_request_pass",
-    (("pool", "VARCHAR"), ("provider", "VARCHAR"), ("hour", "BIGINT"), ("tenant", "VARCHAR"), ("product", "VARCHAR"),
-     ("model", "VARCHAR"), ("work", "VARCHAR"), ("region", "VARCHAR"), ("tier", "VARCHAR"), ("epoch", "INTEGER"),
-     ("band", "INTEGER"), ("unknown_task", "VARCHAR"), ("is_task", "INTEGER"), ("w", "HUGEINT"), ("n", "BIGINT"),
-     ("active", "HUGEINT"), ("uncached", "HUGEINT"), ("cached", "HUGEINT"), ("cache_write", "HUGEINT"),
-     ("cache_write_1h", "HUGEINT"), ("output", "HUGEINT"), ("reasoning", "HUGEINT"), ("no_latency", "BIGINT"),
-     ("first_us", "BIGINT")),
-    statement="request_pass")
-"""The one pass over the period's requests, joined once to the per-task state, as two grouping sets:
-the request groups (`is_task` 0, :data:`GROUPS` is them) and the unknown tasks by (tenant, product)
-(`is_task` 1, read by :data:`TASK_COUNTS`). As many rows as groups plus unknown tasks."""
-
 GROUPS = TempTable(
     "_groups",
     (("pool", "VARCHAR"), ("provider", "VARCHAR"), ("hour", "BIGINT"), ("tenant", "VARCHAR"), ("product", "VARCHAR"),
@@ -80,8 +67,14 @@ GROUPS = TempTable(
      ("band", "INTEGER"), ("w", "HUGEINT"), ("n", "BIGINT"), ("active", "HUGEINT"), ("uncached", "HUGEINT"),
      ("cached", "HUGEINT"), ("cache_write", "HUGEINT"), ("cache_write_1h", "HUGEINT"), ("output", "HUGEINT"),
      ("reasoning", "HUGEINT"), ("no_latency", "BIGINT"), ("first_us", "BIGINT")),
-    statement="GROUPS", small=True)
+    statement="request_groups", small=True)
 """The period's requests grouped, with their weights, token buckets and counts."""
+
+UNKNOWN_TASKS = TempTable(
+    "_unknown_tasks", (("tenant", "VARCHAR"), ("product", "VARCHAR"), ("task_id", "VARCHAR")),
+    statement="unknown_tasks")
+"""The tasks of the period's requests with no outcome decided up to the period end, once per (tenant,
+product) of their requests (read by :data:`TASK_COUNTS`). As many rows as such tasks."""
 
 METERS = TempTable(
     "_met",
@@ -97,7 +90,7 @@ TASK_COUNTS = TempTable(
      ("failure", "BIGINT"), ("unknown", "BIGINT")),
     statement="task_counts", small=True)
 """Tasks by (tenant, product): decided in the period by criteria (from :data:`TASK_STATE`), and unknown
-(criteria NULL, from :data:`REQUEST_PASS`)."""
+(criteria NULL, from :data:`UNKNOWN_TASKS`)."""
 
 GPU_GROUPS = TempTable(
     "_gpu_groups",
@@ -120,5 +113,5 @@ GPU_SPLIT = TempTable(
 """The largest-remainder split of each pool-hour's C_serve: request parts by line group, and the slack's part."""
 
 #: Every temp table of an allocation, in the order the steps make them.
-TABLES: tuple[TempTable, ...] = (TASK_KEYS, TASK_STATE, FAILED_TASKS, POOL_WEIGHTS, REQUEST_PASS, GROUPS, METERS,
+TABLES: tuple[TempTable, ...] = (TASK_KEYS, TASK_STATE, FAILED_TASKS, POOL_WEIGHTS, GROUPS, UNKNOWN_TASKS, METERS,
                                  TASK_COUNTS, GPU_GROUPS, COEFF, GPU_SPLIT)
