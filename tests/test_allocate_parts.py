@@ -16,7 +16,7 @@ from test_allocate_support import facts_con, index, utc
 from test_allocate_usage import DAY, PROVIDER, TOKENS
 
 from ledger.allocate import allocate, engines, sql, tables
-from ledger.allocate.engines import DUCKDB, INLINED, KEY_BYTES, join_parts, memory_bytes
+from ledger.allocate.engines import DUCKDB, INLINED, KEY_BYTES, MAX_PARTS, join_parts, memory_bytes
 
 GIB = 1 << 30
 
@@ -51,7 +51,9 @@ def test_join_parts_hand_worked():
     # exactly the limit fits in one part; a byte more takes two
     assert join_parts(GIB // 56, 0, (GIB // 56) * 56) == 1
     assert join_parts(GIB // 56, 1, (GIB // 56) * 56) == 2
-    assert join_parts(100_000_000, 0, 1_000_000_000) == 6     # 5.6 -> 6
+    assert join_parts(60_000_000, 0, 1_000_000_000) == 4      # 3.36 -> 4
+    # 5.6 limits would be 6 parts: at most MAX_PARTS (each part reads the requests again)
+    assert MAX_PARTS == 4 and join_parts(100_000_000, 0, 1_000_000_000) == 4
     # no limit (DuckDB's text was no size), and no keys: one part
     assert join_parts(10 ** 9, 0, None) == 1
     assert join_parts(0, 0, GIB) == 1
