@@ -47,7 +47,7 @@ DEFAULT_CAP = 3 * 2**29
 #: adapter, a bill) stays open beside the ingest it hands its rows to, under the same ceiling.
 CEILINGS = {"ingest": 1_200_000_000, "ingest_source": 1_200_000_000, "ingest_bill": 1_200_000_000}
 
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+_UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$", re.IGNORECASE)
 _SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
@@ -98,14 +98,28 @@ def memory_limit(purpose: str = "") -> int:
             raise SettingError(f"{MEMORY_ENV}={text!r}: this machine's memory cannot be read; give a size "
                                "such as 2GB")
         return int(total * share / 100)
-    m = _SIZE.match(text)
-    if not m or m.group(2).lower() not in _UNITS:
+    limit = size_bytes(text)
+    if limit is None:
         raise bad
-    limit = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
     if limit < 2**20:
         raise SettingError(f"{MEMORY_ENV}={text!r} is below 1MiB: DuckDB cannot work in that; give a size "
                            "such as 2GB")
     return limit
+
+
+def size_bytes(text: str) -> int | None:
+    """A memory size as DuckDB reads or writes one (``2GB``, ``1500MiB``, ``1.5 GiB``, ``500 bytes``)
+    in bytes; None when `text` is no such size."""
+    m = _SIZE.match(text or "")
+    if not m or m.group(2).lower() not in _UNITS:
+        return None
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def limit_of(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The memory limit of `con` in bytes, as DuckDB says it (``current_setting('memory_limit')``,
+    rounded to its one decimal); None when it says no size."""
+    return size_bytes(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
 
 
 def threads() -> int | None:

@@ -16,27 +16,30 @@ from test_allocate_support import facts_con, index, utc
 from test_allocate_usage import DAY, PROVIDER, TOKENS
 
 from ledger.allocate import allocate, engines, sql, tables
-from ledger.allocate.engines import DUCKDB, INLINED, KEY_BYTES, MAX_PARTS, join_parts, memory_bytes
+from ledger.allocate.engines import DUCKDB, INLINED, KEY_BYTES, MAX_PARTS, join_parts
+from ledger.duck import limit_of, size_bytes
 
 GIB = 1 << 30
 
 
 @pytest.mark.parametrize("setting, expected", [
+    # as DuckDB writes its limit (current_setting('memory_limit')), one decimal
     ("1.5 GiB", 1_610_612_736),       # 1.5 * 2^30: the ledger's default limit
-    ("976.5 KiB", 999_936),           # DuckDB's own text for SET memory_limit = '1000000B' ... rounded as shown
-    ("9.5 MiB", 9_961_472),
-    ("2.7 GiB", 2_899_102_924),       # int(2.7 * 2^30)
-    ("120.5 bytes", 120),
+    ("9.5 MiB", 9_961_472),           # what DuckDB writes for SET memory_limit = '10MB'
+    ("2.7 GiB", 2_899_102_924),       # ... for '3GB': int(2.7 * 2^30)
+    ("120.5 KiB", 123_392),           # ... for '123456B'
+    ("500 bytes", 500),
     ("", None), ("unlimited", None), ("-1", None),
 ])
-def test_memory_bytes_reads_duckdbs_text_of_a_size(setting, expected):
-    assert memory_bytes(setting) == expected
+def test_size_bytes_reads_duckdbs_text_of_a_size(setting, expected):
+    assert size_bytes(setting) == expected
 
 
-def test_memory_bytes_reads_what_duckdb_says_of_its_limit():
+@pytest.mark.parametrize("limit, expected", [("1536MiB", 1_610_612_736), ("10MB", 9_961_472), ("3GB", 2_899_102_924)])
+def test_limit_of_reads_what_duckdb_says_of_its_limit(limit, expected):
     con = facts_con()
-    con.execute("SET memory_limit = '1536MiB'")
-    assert memory_bytes(con.execute("SELECT current_setting('memory_limit')").fetchone()[0]) == 1_610_612_736
+    con.execute(f"SET memory_limit = '{limit}'")
+    assert limit_of(con) == expected
 
 
 def test_join_parts_hand_worked():

@@ -12,13 +12,13 @@ and copies the small results back.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import duckdb
 
 
+from ..duck import limit_of
 from ..vocab import EngineName
 from .sql import render
 from .tables import TempTable
@@ -41,7 +41,7 @@ class Engine(Protocol):
     def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
                         statement: Callable[[int, int], str]) -> None:
         """Make relation `table` of a statement with a hash join whose build side is the SELECT `keys`
-        (one VARCHAR column, ``task_id``): the UNION ALL of ``statement(part, parts)`` for each part,
+        (of one VARCHAR column): the UNION ALL of ``statement(part, parts)`` for each part,
         each joining the keys of its part only, run one after another. The engine chooses `parts`:
         enough for one part's hash table to fit in its memory (one where it does anyway)."""
 
@@ -64,10 +64,9 @@ class DuckEngine:
 
     def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
                         statement: Callable[[int, int], str]) -> None:
-        n, heap = con.execute(f"SELECT count(*), coalesce(sum(CASE WHEN strlen(task_id) > {INLINED} "
-                              f"THEN strlen(task_id) END), 0) FROM ({keys}) k").fetchone()
-        limit = memory_bytes(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
-        parts = join_parts(int(n), int(heap), limit)
+        n, heap = con.execute(f"SELECT count(*), coalesce(sum(CASE WHEN strlen(key) > {INLINED} THEN strlen(key) "
+                              f"END), 0) FROM ({keys}) k(key)").fetchone()
+        parts = join_parts(int(n), int(heap), limit_of(con))
         for part in range(parts):
             into = f"CREATE OR REPLACE TEMP TABLE {table.name} AS" if part == 0 else f"INSERT INTO {table.name}"
             con.execute(f"{into} {render(statement(part, parts), self.name)}")
@@ -99,18 +98,6 @@ KEY_BYTES, INLINED = 56, 12
 #: At most this many parts: each reads the requests again, and at 100M four parts (36.9 s) were
 #: already nearly as slow as one spilling hash table (40.8 s); beyond, spilling costs less.
 MAX_PARTS = 4
-
-_UNITS = {"bytes": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-          "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
-
-
-def memory_bytes(setting: str) -> int | None:
-    """DuckDB's ``current_setting('memory_limit')`` (``1.5 GiB``, ``976.5 KiB``) in bytes; None when
-    it is no size (unlimited)."""
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]+)\s*", setting or "")
-    if not m or m.group(2).lower() not in _UNITS:
-        return None
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 def join_parts(keys: int, heap: int, limit: int | None) -> int:

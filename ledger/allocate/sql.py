@@ -2,10 +2,11 @@
 
 Every statement the heavy step runs (the per-task state, failed tasks, request groups with their
 weights, unknown tasks, meter groups, task counts, GPU groups and the largest-remainder GPU split)
-is built here as DuckDB SQL. :func:`render` gives it to an engine: DuckDB runs the source as written (it is
-DuckDB's dialect, so its plans and speed are those of the hand-written SQL it replaces); Apache
-Spark runs SQLGlot's transpilation (``read="duckdb", write="spark"``) with the transforms of
-:func:`_spark_fixes`, each a correction of SQLGlot's output where it is wrong for Spark SQL:
+is built here as DuckDB SQL. :func:`render` gives it to an engine: DuckDB runs the source as
+written (it is DuckDB's dialect, so its plans and speed are those of the hand-written SQL it
+replaces); Apache Spark runs SQLGlot's transpilation (``read="duckdb", write="spark"``) with the
+transforms of :func:`_spark_fixes`, each a correction of SQLGlot's output where it is wrong for
+Spark SQL:
 
 - ``HUGEINT`` (SQLGlot's INT128, which Spark has no type for) becomes ``DECIMAL(38,0)``. A
   ``CAST(sum(x) AS HUGEINT)`` of a BIGINT `x` then sums in BIGINT on Spark (DuckDB: in HUGEINT),
