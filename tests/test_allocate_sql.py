@@ -60,12 +60,27 @@ def test_spark_gets_its_own_functions_and_types_for_duckdbs():
     # the per-task state's bits: & and >> on DuckDB's HUGEINT, pmod and div on Spark's DECIMAL(38,0)
     assert "& 3" in statements()["task_state"] and ">> 56" in statements()["task_state"]
     assert "&" not in spark["task_state"] and ">>" not in spark["task_state"]
-    assert "PMOD((latest), 4)" in spark["task_state"] and "DIV 72057594037927936" in spark["task_state"]
+    assert "PMOD(CAST((latest) AS BIGINT), 4)" in spark["task_state"] and "DIV 72057594037927936" in spark["task_state"]
+    # keys counted from the period's start (small), k in as many bits as the month's keys need
+    assert "(CAST(epoch_us(o.decided_at) AS HUGEINT) - 1790812800000000) * 4" in statements()["task_state"]
+    assert ">> 3" in sql.task_state(START, END, sql.k_bits(8)) and ">> 56" not in sql.task_state(START, END, 3)
+
+
+def test_the_bits_of_k_are_as_few_as_the_keys_need():
+    assert [sql.k_bits(n) for n in (0, 1, 2, 3, 4, 5, 256, 257)] == [1, 1, 1, 2, 2, 3, 8, 9]
+    assert sql.k_bits(1 << 56) == 56
+    with pytest.raises(ValueError, match="do not fit in 56 bits"):
+        sql.k_bits((1 << 56) + 1)
 
 
 def test_bits_become_pmod_and_div_on_spark_exactly_for_masks_and_constant_shifts():
-    assert sql.render("SELECT (x & 255) >> 4 AS a, y & 3 AS b FROM t", "spark") == \
-        "SELECT ((PMOD(x, 256)) - PMOD((PMOD(x, 256)), 16)) DIV 16 AS a, PMOD(y, 4) AS b FROM t"
+    # in BIGINT where the value is within 2^62 (Spark's DECIMAL pmod and div are BigDecimal's), else as it is
+    assert sql.render("SELECT y & 3 AS b FROM t", "spark") == (
+        "SELECT (CASE WHEN y BETWEEN -4611686018427387904 AND 4611686018427387904 THEN PMOD(CAST(y AS BIGINT), 4) "
+        "ELSE PMOD(y, 4) END) AS b FROM t")
+    assert sql.render("SELECT x >> 4 AS a FROM t", "spark") == (
+        "SELECT (CASE WHEN x BETWEEN -4611686018427387904 AND 4611686018427387904 "
+        "THEN (CAST(x AS BIGINT) - PMOD(CAST(x AS BIGINT), 16)) DIV 16 ELSE (x - PMOD(x, 16)) DIV 16 END) AS a FROM t")
     with pytest.raises(ValueError, match=r"x & 5: only a mask 2\^b - 1"):
         sql.render("SELECT x & 5 FROM t", "spark")
     with pytest.raises(ValueError, match="x >> y: only a constant whole number"):

@@ -65,7 +65,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     (the statements are :mod:`.sql`'s, the tables :mod:`.tables`'; the small ones end as temp
     tables of `con`):
 
-    - `TASK_KEYS`: the (tenant, product, criteria) of the period's outcomes, numbered;
+    - `TASK_KEYS` (small): the (tenant, product, criteria) of the period's outcomes, numbered (as
+      few bits as their count needs keep the per-task state's packed integers small);
     - `TASK_STATE`: per task, its latest outcome decided before `end` (failed work, §4.5) and its
       latest outcome decided in the period (unit economics), as :data:`.sql.OUTCOME_CODE`, the
       latter's tenant, product and criteria as their number in `TASK_KEYS`. Every
@@ -87,7 +88,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     """
     con.execute("SET TimeZone = 'UTC'")
     engine.create(con, TASK_KEYS, sql.task_keys(start, end))
-    engine.create(con, TASK_STATE, sql.task_state(start, end))
+    keys = con.execute(f"SELECT count(*) FROM {TASK_KEYS}").fetchall()[0][0]
+    engine.create(con, TASK_STATE, sql.task_state(start, end, sql.k_bits(keys)))
     engine.create(con, FAILED_TASKS, sql.FAILED_TASKS)
     weight, join, pool_weights = sql.weight(policy)
     if join:

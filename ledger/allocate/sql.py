@@ -23,6 +23,8 @@ Spark SQL:
   state packs into HUGEINT (:func:`low_bits`), which is DECIMAL(38,0) on Spark, whose bitwise
   operators take only integral types. Both are exact for a negative `x` too (rounded down, as
   two's complement is); this module masks only with ``2^b - 1`` and shifts only by a constant.
+  Where `x` is within 2^62 in magnitude both are computed on ``CAST(x AS BIGINT)`` (Spark's
+  ``pmod`` and ``div`` of a DECIMAL(38,0) are BigDecimal's, whatever its value).
 
 The rest is SQLGlot's own and right for Spark: ``x // y`` to ``x div y`` (integer division, a
 BIGINT, that errs on overflow under ANSI mode), ``make_timestamp(us)`` to ``timestamp_micros``,
@@ -34,7 +36,7 @@ FILTER clauses and ``GROUP BY ALL`` (Spark 3.4+). Amounts, weights and token cou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
 from ..instants import iso
@@ -113,19 +115,38 @@ def weight(policy: Policy) -> tuple[str, str, list[tuple[str, int, int, int]]]:
 
 # ---- the period's facts (allocate/period.py) ----------------------------------------------------
 
-#: An outcome's place in time as one integer: its instant in microseconds, then its outcome code
-#: (``epoch_us * 4 + code``, HUGEINT: no instant overflows it). The largest of a task's is its latest
-#: outcome, and of two decided at the same instant the one of the greater code (failure over
-#: success): a plain ``max``, where ``arg_max`` keeps a value beside each state.
-OUTCOME_KEY = f"CAST(epoch_us(o.decided_at) AS HUGEINT) * 4 + {OUTCOME_CODE}"
+def outcome_key(start: datetime) -> str:
+    """An outcome's place in time as one integer: its instant in microseconds after the period's
+    `start` (negative before it), then its outcome code (``(epoch_us - start_us) * 4 + code``,
+    HUGEINT: no instant overflows it). The largest of a task's is its latest outcome, and of two
+    decided at the same instant the one of the greater code (failure over success): a plain ``max``,
+    where ``arg_max`` keeps a value beside each state.
 
-#: The low bits of the per-task `decided`, below its :data:`OUTCOME_KEY`: the outcome's `k` in
-#: :data:`.tables.TASK_KEYS`. A month has far fewer than 2^56 distinct (tenant, product, criteria)
-#: (each is an outcome row), and a key (under 2^66 in magnitude) shifted by 56 bits is within
-#: HUGEINT's 2^127. Decoded with ``&`` and ``>>``, exact for negative keys too (two's complement:
-#: ``x & (2^b - 1)`` is x modulo 2^b rounded down, ``x >> b`` is x / 2^b rounded down), and fast
-#: on DuckDB, whose HUGEINT ``%`` and ``//`` cost 20 times as much.
+    Counted from the period's start rather than from 1970, a month's keys stay small (under 2^47 for
+    an outcome within a year of the period), and so does the per-task `decided` that packs one with
+    its `k` in :func:`k_bits` bits: on Spark, whose HUGEINT is DECIMAL(38,0), a decimal of up to 18
+    digits is held as a long and one of more as a BigDecimal, and the per-task state of 10M requests
+    took 15 s with keys counted from 1970 and shifted by 56 bits, against 4.4 s in longs
+    (docs/scale.md). The keys' order, and so every result, is the same either way."""
+    start_us = (start - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    return f"(CAST(epoch_us(o.decided_at) AS HUGEINT) - {start_us}) * 4 + {OUTCOME_CODE}"
+
+
+#: The most bits the per-task `decided` keeps its outcome's `k` of :data:`.tables.TASK_KEYS` in,
+#: below its :func:`outcome_key`: a month has far fewer than 2^56 distinct (tenant, product,
+#: criteria) (each is an outcome row), and a key (under 2^66 in magnitude) shifted by 56 bits is
+#: within HUGEINT's 2^127. Decoded with ``&`` and ``>>``, exact for negative keys too (two's
+#: complement: ``x & (2^b - 1)`` is x modulo 2^b rounded down, ``x >> b`` is x / 2^b rounded down),
+#: and fast on DuckDB, whose HUGEINT ``%`` and ``//`` cost 20 times as much.
 K_BITS = 56
+
+
+def k_bits(keys: int) -> int:
+    """The bits `k` takes when :data:`.tables.TASK_KEYS` has `keys` rows (`k` from 0 to keys - 1): at
+    least 1, at most :data:`K_BITS`. The fewer, the smaller the packed `decided` (:func:`outcome_key`)."""
+    if keys > 1 << K_BITS:
+        raise ValueError(f"{keys} outcome keys do not fit in {K_BITS} bits")
+    return max(1, (keys - 1).bit_length())
 
 
 def low_bits(x: str, bits: int) -> str:
@@ -141,7 +162,7 @@ def task_keys(start: datetime, end: datetime) -> str:
         FROM (SELECT DISTINCT tenant, product, criteria FROM outcomes WHERE {in_period('booked_at', start, end)}) t"""
 
 
-def task_state(start: datetime, end: datetime) -> str:
+def task_state(start: datetime, end: datetime, bits: int = K_BITS) -> str:
     """:data:`.tables.TASK_STATE`: per task, the code of its latest outcome decided before `end`
     (`latest`), and of its latest outcome booked in the period (`decided`) with that outcome's
     (tenant, product, criteria) as its number `k` in :data:`.tables.TASK_KEYS`.
@@ -153,20 +174,21 @@ def task_state(start: datetime, end: datetime) -> str:
     latest one's tenant, product and criteria are taken as they are, NULL too (ingest requires all
     three).
 
-    Each is one integer per task, kept by ``max``: `latest` is :data:`OUTCOME_KEY`, `decided` that
-    key shifted left by :data:`K_BITS` plus `k`, both decoded after the aggregate. (Five ``arg_max``
+    Each is one integer per task, kept by ``max``: `latest` is :func:`outcome_key`, `decided` that
+    key shifted left by `bits` plus `k` (`bits`: :func:`k_bits` of the rows of `TASK_KEYS`; the
+    default, :data:`K_BITS`, holds any), both decoded after the aggregate. (Five ``arg_max``
     states, three of them text, took twice the CPU time at 10M requests and spilled at 100M.)"""
-    end_ = instant(end)
+    end_, key = instant(end), outcome_key(start)
     booked = in_period("o.booked_at", start, end)
     same = " AND ".join(f"o.{c} IS NOT DISTINCT FROM k.{c}" for c in ("tenant", "product", "criteria"))
     return f"""
         SELECT task_id, CAST({low_bits('latest', 2)} AS INTEGER) AS latest,
-               CAST(({low_bits('decided', K_BITS + 2)} >> {K_BITS}) AS INTEGER) AS decided,
-               CAST({low_bits('decided', K_BITS)} AS BIGINT) AS k
+               CAST(({low_bits('decided', bits + 2)} >> {bits}) AS INTEGER) AS decided,
+               CAST({low_bits('decided', bits)} AS BIGINT) AS k
         FROM (
             SELECT o.task_id,
-                   max({OUTCOME_KEY}) FILTER (WHERE o.decided_at < {end_}) AS latest,
-                   max(({OUTCOME_KEY}) * {1 << K_BITS} + k.k) FILTER (WHERE {booked}) AS decided
+                   max({key}) FILTER (WHERE o.decided_at < {end_}) AS latest,
+                   max(({key}) * {1 << bits} + k.k) FILTER (WHERE {booked}) AS decided
             FROM outcomes o LEFT JOIN {tables.TASK_KEYS} k ON {same}
             WHERE o.decided_at < {end_} OR ({booked})
             GROUP BY o.task_id) s"""
@@ -360,9 +382,19 @@ def _spark_arg_max(node):
     return node
 
 
+#: Spark's DECIMAL(38,0) within this magnitude is decoded in BIGINT (:func:`_spark_bits`): 2^62, so
+#: that ``x - pmod(x, 2^b)`` stays within BIGINT too.
+_LONG = 1 << 62
+
+
 def _spark_bits(node):
     """``x & (2^b - 1)`` is ``pmod(x, 2^b)``; ``x >> b`` is ``(x - pmod(x, 2^b)) div 2^b`` (on Spark's
-    DECIMAL(38,0) as on its integers). Any other mask or shift is refused: it has no such meaning."""
+    DECIMAL(38,0) as on its integers). Any other mask or shift is refused: it has no such meaning.
+
+    Both are computed on ``CAST(x AS BIGINT)`` where `x` is within 2^62 in magnitude, and on the
+    DECIMAL otherwise: Spark computes ``pmod`` and ``div`` of a DECIMAL(38,0) with Java's BigDecimal,
+    whatever its value (decoding the per-task state of 10M requests took 11 s that way, against
+    about 1 s in BIGINT); the same numbers either way."""
     from sqlglot import exp
 
     def whole(literal, op: str) -> int:
@@ -370,14 +402,24 @@ def _spark_bits(node):
             raise ValueError(f"x {op} {literal.sql()}: only a constant whole number is rendered for Spark")
         return int(literal.this)
 
+    def either(x, decode):
+        """decode(x) in BIGINT where x is within :data:`_LONG`, else decode(x) as it is."""
+        small = exp.Between(this=x.copy(), low=exp.Neg(this=exp.Literal.number(_LONG)),
+                            high=exp.Literal.number(_LONG))
+        as_long = exp.Cast(this=x.copy(), to=exp.DataType.build("BIGINT"))
+        return exp.Paren(this=exp.Case(ifs=[exp.If(this=small, true=decode(as_long))], default=decode(x.copy())))
+
     if isinstance(node, exp.BitwiseAnd):
         mask = whole(node.expression, "&") + 1
         if mask & (mask - 1):
             raise ValueError(f"x & {mask - 1}: only a mask 2^b - 1 is rendered for Spark")
-        return exp.Anonymous(this="pmod", expressions=[node.this, exp.Literal.number(mask)])
+        return either(node.this, lambda x: exp.Anonymous(this="pmod", expressions=[x, exp.Literal.number(mask)]))
     if isinstance(node, exp.BitwiseRightShift):
-        unit = exp.Literal.number(1 << whole(node.expression, ">>"))
+        unit = 1 << whole(node.expression, ">>")
         x = node.this.transform(_spark_bits)  # the node put in place of this one is not visited again
-        below = exp.Anonymous(this="pmod", expressions=[x.copy(), unit.copy()])
-        return exp.IntDiv(this=exp.Paren(this=exp.Sub(this=x, expression=below)), expression=unit)
+
+        def shift(x):
+            below = exp.Anonymous(this="pmod", expressions=[x.copy(), exp.Literal.number(unit)])
+            return exp.IntDiv(this=exp.Paren(this=exp.Sub(this=x, expression=below)), expression=exp.Literal.number(unit))
+        return either(x, shift)
     return node

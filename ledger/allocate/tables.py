@@ -41,9 +41,10 @@ class TempTable:
 
 TASK_KEYS = TempTable(
     "_task_keys", (("k", "BIGINT"), ("tenant", "VARCHAR"), ("product", "VARCHAR"), ("criteria", "VARCHAR")),
-    statement="task_keys")
+    statement="task_keys", small=True)
 """The distinct (tenant, product, criteria) of the outcomes booked in the period, numbered from 0 in
-their order: the per-task state keeps an outcome's three as this one number `k`. A few rows."""
+their order: the per-task state keeps an outcome's three as this one number `k`, in as many bits as
+their count needs (``sql.k_bits``). A few rows."""
 
 TASK_STATE = TempTable(
     "_task_state",
