@@ -31,8 +31,9 @@ its lines to a SQLite ledger DB; "duckdb" is the bare aggregation the engine is 
 ``--engine spark``: per size, the allocation with the per-request work on Apache Spark in local mode
 (``ledger.allocate.spark``, ``local[*]``, the driver's heap ``--spark-driver-memory``) over the same
 Parquet files, each repeat in a fresh child (so its time includes no JVM start: that is timed apart),
-beside one DuckDB allocation of the same month; the table says whether the two are the same line for
-line (a digest of every line, the total, flags, usage and tasks) and the JVM's peak RSS.
+each after a DuckDB allocation of the same month (a fresh child too: the ratio is the median of each
+pair's own); the table says whether the two are the same line for line (a digest of every line, the
+total, flags, usage and tasks) and the JVM's peak RSS.
 """
 from __future__ import annotations
 
@@ -409,38 +410,48 @@ def scaling(sizes: list[int], seed: int, repeat: int, as_json: bool, data: Path 
 
 def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, driver_memory: str,
                 conf: list[str] | None = None) -> None:
-    """Per size: the Spark engine's allocation (`repeat` fresh children) beside one DuckDB allocation."""
+    """Per size: the Spark engine's allocation (`repeat` fresh children), each run after a DuckDB
+    allocation of the same month (a fresh child too), so that each ratio is of two runs side by side;
+    the table has the medians and the median of the pairs' own ratios."""
     rows = []
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
             folder = Path(tmp) if data is None else data / f"month-{n}-{seed}"
             folder.mkdir(parents=True, exist_ok=True)
             made = 0.0 if (folder / "complete").exists() else generate(n, seed, folder)
-            duck = measure("pair", folder, 1)[0]
             extra = ("--spark-driver-memory", driver_memory, *(x for kv in conf or [] for x in ("--spark-conf", kv)))
-            spark = measure("spark", folder, repeat, extra)
-        same = all(r["digest"] == duck["digest"] for r in spark)
+            ducks, spark = [], []
+            for _ in range(repeat):
+                ducks += measure("pair", folder, 1)
+                spark += measure("spark", folder, 1, extra)
+        duck = ducks[0]
+        same = all(r["digest"] == duck["digest"] for r in spark + ducks)
+        ratios = [s["seconds"] / d["seconds"] for d, s in zip(ducks, spark)]
         row = {"requests": n, "spark_seconds": round(statistics.median(r["seconds"] for r in spark), 2),
                "all_spark_seconds": [round(r["seconds"], 2) for r in spark],
+               "all_duckdb_seconds": [round(r["seconds"], 2) for r in ducks],
                "session_seconds": round(statistics.median(r["session_seconds"] for r in spark), 2),
-               "duckdb_seconds": round(duck["seconds"], 2), "same": same, "lines": duck["lines"],
+               "duckdb_seconds": round(statistics.median(r["seconds"] for r in ducks), 2), "same": same,
+               "lines": duck["lines"],
                "total": duck["total"], "jvm_peak_rss_mb": round(max(r["jvm_peak_rss_mb"] for r in spark)),
                "stages": spark[0]["stages"], "settings": spark[0]["settings"], "tables": spark[0]["tables"],
-               "ratio": round(statistics.median(r["seconds"] for r in spark) / duck["seconds"], 1)}
+               "all_ratios": [round(r, 1) for r in ratios], "ratio": round(statistics.median(ratios), 1)}
         rows.append(row)
         print(f"{n:,} requests ({f'generated in {made:.0f} s' if made else 'facts reused'}): Spark "
               f"{row['spark_seconds']} s (session start {row['session_seconds']} s apart), DuckDB "
               f"{row['duckdb_seconds']} s; {'the same' if same else 'DIFFERENT'} lines ({row['lines']:,}, total "
-              f"{row['total']}); {row['ratio']}x DuckDB; stages {row['stages']}; relations {row['tables']}; settings {row['settings']}",
+              f"{row['total']}); {row['ratio']}x DuckDB (median of each pair's own: {row['all_ratios']}); "
+              f"Spark runs {row['all_spark_seconds']}, DuckDB runs {row['all_duckdb_seconds']}; stages {row['stages']}; relations {row['tables']}; settings {row['settings']}",
               flush=True)
     print()
-    print("| requests | Spark local (s) | session start (s) | DuckDB (s) | same lines | lines | JVM peak RSS (MiB) |")
-    print("|---:|---:|---:|---:|---|---:|---:|")
+    print("| requests | Spark local (s) | session start (s) | DuckDB (s) | ratio | same lines | lines | JVM peak RSS (MiB) |")
+    print("|---:|---:|---:|---:|---:|---|---:|---:|")
     for r in rows:
         print(f"| {r['requests']:,} | {r['spark_seconds']:.2f} | {r['session_seconds']:.2f} | "
-              f"{r['duckdb_seconds']:.2f} "
+              f"{r['duckdb_seconds']:.2f} | {r['ratio']}x "
               f"| {'yes' if r['same'] else 'NO'} | {r['lines']:,} | {r['jvm_peak_rss_mb']:,} |")
-    print(f"\nSpark: medians of {repeat} runs, local[*], driver memory {driver_memory}; {os.cpu_count()} CPUs")
+    print(f"\nSpark and DuckDB: medians of {repeat} runs, alternating, each in a fresh process (ratio: the median "
+          f"of each pair's own); local[*], driver memory {driver_memory}; {os.cpu_count()} CPUs")
     if not all(r["same"] for r in rows):
         sys.exit("the Spark engine's allocation differs from DuckDB's")
 

@@ -142,9 +142,11 @@ def test_point_order_does_not_change_the_answer(curve, rnd, sla, interpolate):
 
 def test_property_strategies_reach_interpolated_and_infeasible_cases():
     # Guard against a generator that never exercises the interesting branches (a property that cannot fail).
+    # Derandomized: the same 300 examples every run, so this says whether the strategies reach each branch,
+    # not whether one random draw of them did (in 2 of 40 random runs no interpolated pool was drawn).
     seen = set()
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, derandomize=True)
     @given(pools(), st.floats(0.5, 600, allow_nan=False))
     def probe(pool, sla):
         r = _size(pool, sla)

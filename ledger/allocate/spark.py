@@ -211,6 +211,11 @@ class SparkEngine:
             self._kept.append((table.name, frame))
             if table.small:
                 to_duckdb(con, table, frame)
+            else:
+                # made now, once: left to its first reader's job (persist is lazy), the per-task state
+                # and the failed tasks were computed inside the request groups' job, and the 10M
+                # bench's allocation took 42.8 s against 34.6 s (docs/scale.md)
+                frame.count()
         except Exception as e:  # an overflow under ANSI mode, a file gone: Spark's first line says which
             raise SparkError(f"Spark failed making {table}: {_first_line(e)}") from e
 
