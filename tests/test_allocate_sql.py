@@ -37,25 +37,28 @@ def statements() -> dict[str, str]:
             "gpu_groups": sql.GPU_GROUPS, "split": sql.SPLIT}
 
 
+#: The statements an engine other than DuckDB runs (the GPU groups and split read only small tables
+#: already in the allocation's DuckDB connection, and run there for every engine).
+ENGINE_STATEMENTS = ("task_keys", "task_state", "failed_tasks", "groups", "groups_pooled", "unknown_tasks",
+                     "meters", "task_counts")
+
+
 def test_duckdb_runs_the_source_as_written():
     for name, text in statements().items():
         assert sql.render(text, "duckdb") is text, name
 
 
 def test_spark_gets_its_own_functions_and_types_for_duckdbs():
-    spark = {name: sql.render(text, "spark") for name, text in statements().items()}
+    spark = {name: sql.render(text, "spark") for name, text in statements().items() if name in ENGINE_STATEMENTS}
     for name, text in spark.items():
         upper = text.upper()
         assert "INT128" not in upper and "HUGEINT" not in upper, name   # no such type in Spark
         assert "EPOCH_US" not in upper and "ARG_MAX" not in upper and "//" not in text, name
     assert "DECIMAL(38, 0)" in spark["groups"] and "UNIX_MICROS(r.booked_at)" in spark["groups"]
-    assert "(c * wt) DIV d" in spark["split"] and "(c * wt) % d" in spark["split"]
-    assert "CAST(TIMESTAMP_MICROS(hour) AS DATE)" in spark["gpu_groups"]
     assert "ANTI JOIN" in spark["unknown_tasks"]
     # the instants are UTC text cast to Spark's TIMESTAMP, read in the session's UTC
     assert "CAST('2026-11-01T00:00:00Z' AS TIMESTAMP)" in spark["task_state"]
     # DuckDB's ascending NULLS LAST is said out loud (Spark's default puts NULLs first)
-    assert "tenant NULLS LAST" in spark["split"]
     assert "ORDER BY tenant NULLS LAST, product NULLS LAST, criteria NULLS LAST" in spark["task_keys"]
     # the per-task state's bits: & and >> on DuckDB's HUGEINT, pmod and div on Spark's DECIMAL(38,0)
     assert "& 3" in statements()["task_state"] and ">> 56" in statements()["task_state"]

@@ -23,11 +23,12 @@ from .tables import GPU_GROUPS
 # The engine is a pure function of the facts (DuckDB relations ``requests, meters, outcomes, fleet,
 # charges`` with the columns of ledger.facts), a PriceIndex and a Policy. It returns an Allocation:
 # exact lines whose sum equals the sum of the priced resources (checked with ``==``), plus flags,
-# notes and usage counts. Per-request work is SQL (ledger.allocate.sql: group-bys, and the
-# largest-remainder GPU split in integer micro-units with window functions) run by an engine
+# notes and usage counts. Per-request work is SQL (ledger.allocate.sql: group-bys) run by an engine
 # (engines.DuckEngine on `con` itself by default, or spark.SparkEngine), whose small results are temp
-# tables of `con` (each declared once in ledger.allocate.tables); Python only prices aggregates (fleet
-# interval-hours, token buckets, meter groups, charge days) read from `con` and never loops over requests.
+# tables of `con` (each declared once in ledger.allocate.tables); what reads only those small tables
+# (the GPU groups and the largest-remainder GPU split in integer micro-units, with window functions)
+# runs on `con` whatever the engine. Python only prices aggregates (fleet interval-hours, token
+# buckets, meter groups, charge days) read from `con` and never loops over requests.
 #
 # Order of operations (each step is a function of the module named):
 #
@@ -91,7 +92,7 @@ def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pr
     charge_days = price_charges(con, pricer, start, end)
 
     say("weighing requests")                                                              # 2
-    weights = _gpu_groups(con, engine)
+    weights = _gpu_groups(con)
 
     say("splitting GPU cost")                                                             # 3
     coeffs, flags, weight_problems = gpu_coefficients(fleet, weights, policy)
@@ -103,7 +104,7 @@ def _allocate(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pr
         for pool, first, last, n in unserved if pool not in policy.allow_pool_without_fleet]
     if problems:
         raise AllocationError(problems)
-    gpu_groups, slack = _apply_gpu_split(con, coeffs, engine)
+    gpu_groups, slack = _apply_gpu_split(con, coeffs)
     lines, provider_amounts, meter_amounts = _direct_lines(gpu_groups, provider, meters)
 
     say("booking idle")                                                                   # 4

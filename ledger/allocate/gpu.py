@@ -12,17 +12,21 @@ from ..hints import Hint, Hinted
 from ..instants import iso
 from ..money import from_micros, quantize, to_micros
 from . import sql
-from .engines import DUCKDB, Engine
+from .engines import DUCKDB
 from .pricing import PoolHour, _Group
 from .records import Flag, Policy, _at, _scale
 from .tables import COEFF, GPU_GROUPS, GPU_SPLIT
 
 
-def _gpu_groups(con: duckdb.DuckDBPyConnection, engine: Engine = DUCKDB) -> dict[tuple[str, int], tuple[int, int]]:
-    """§4.2 Table :data:`.tables.GPU_GROUPS` (:data:`.sql.GPU_GROUPS`, by `engine`, and in `con`): per pool, hour
-    and (tenant, product, model, work) the integer weight `w` (computed in the pass of
-    :func:`._prepare`), requests `n` and active tokens. Returns {(pool, hour): (W, requests without latency)}."""
-    engine.create(con, GPU_GROUPS, sql.GPU_GROUPS)
+def _gpu_groups(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], tuple[int, int]]:
+    """§4.2 Table :data:`.tables.GPU_GROUPS` (:data:`.sql.GPU_GROUPS`, in `con`): per pool, hour and (tenant,
+    product, model, work) the integer weight `w` (computed in the pass of :func:`._prepare`), requests `n` and
+    active tokens. Returns {(pool, hour): (W, requests without latency)}.
+
+    It reads only the request groups, a small table already in `con` whatever engine made them, so it runs
+    on `con`'s DuckDB for every engine, as the split does (on Spark each was a job and a copy back: 3 s of a
+    10M-request month's 33 s, docs/scale.md)."""
+    DUCKDB.create(con, GPU_GROUPS, sql.GPU_GROUPS)
     return {(pool, hour): (int(w), int(nl)) for pool, hour, w, nl in con.execute(
         f"SELECT pool, hour, sum(w), sum(no_latency) FROM {GPU_GROUPS} GROUP BY ALL").fetchall()}
 
@@ -96,10 +100,10 @@ def gpu_coefficients(fleet: Mapping[tuple[str, int], PoolHour], weights: Mapping
 
 # ---- 3. GPU share: applying the coefficients ---------------------------------------------------
 
-def _apply_gpu_split(con: duckdb.DuckDBPyConnection, coeffs: Sequence[Coefficient],
-                     engine: Engine = DUCKDB) -> tuple[dict[tuple, _Group], dict[tuple[str, int], int]]:
+def _apply_gpu_split(con: duckdb.DuckDBPyConnection,
+                     coeffs: Sequence[Coefficient]) -> tuple[dict[tuple, _Group], dict[tuple[str, int], int]]:
     """Split each pool-hour's C_serve (integer micro-units) over its request groups and idle slack
-    by largest remainder (:data:`.sql.SPLIT`, by `engine` over its :data:`.tables.GPU_GROUPS`): part =
+    by largest remainder (:data:`.sql.SPLIT` over :data:`.tables.GPU_GROUPS`, on `con`): part =
     floor(c × w / d), then the units left go one each by larger remainder, larger weight, request
     groups before slack, then (tenant, product, model, work).
 
@@ -109,8 +113,8 @@ def _apply_gpu_split(con: duckdb.DuckDBPyConnection, coeffs: Sequence[Coefficien
     for c in coeffs:
         if c.w == 0:
             slack[(c.pool, c.hour)] = c.c
-    engine.load(con, COEFF, [(c.pool, c.hour, c.c, c.d, c.slack) for c in coeffs if c.w > 0])
-    engine.create(con, GPU_SPLIT, sql.SPLIT)
+    DUCKDB.load(con, COEFF, [(c.pool, c.hour, c.c, c.d, c.slack) for c in coeffs if c.w > 0])
+    DUCKDB.create(con, GPU_SPLIT, sql.SPLIT)
     groups: dict[tuple, _Group] = {}
     for day, tenant, product, model, pool, work, part, active in con.execute(f"""
             SELECT day, tenant, product, model, pool, work, part, active FROM {GPU_SPLIT} WHERE is_slack = 0
