@@ -61,7 +61,7 @@ def test_spark_gets_its_own_functions_and_types_for_duckdbs():
     # DuckDB's ascending NULLS LAST is said out loud (Spark's default puts NULLs first)
     assert "ORDER BY tenant NULLS LAST, product NULLS LAST, criteria NULLS LAST" in spark["task_keys"]
     # the per-task state's bits: & and >> on DuckDB's HUGEINT, pmod and div on Spark's DECIMAL(38,0)
-    assert "& 3" in statements()["task_state"] and ">> 56" in statements()["task_state"]
+    assert "& 3" in statements()["task_state"] and "decided >> 56" in statements()["task_state"]
     assert "&" not in spark["task_state"] and ">>" not in spark["task_state"]
     assert "PMOD(CAST((latest) AS BIGINT), 4)" in spark["task_state"] and "DIV 72057594037927936" in spark["task_state"]
     # keys counted from the period's start (small), k in as many bits as the month's keys need
@@ -84,6 +84,12 @@ def test_bits_become_pmod_and_div_on_spark_exactly_for_masks_and_constant_shifts
     assert sql.render("SELECT x >> 4 AS a FROM t", "spark") == (
         "SELECT (CASE WHEN x BETWEEN -4611686018427387904 AND 4611686018427387904 "
         "THEN (CAST(x AS BIGINT) - PMOD(CAST(x AS BIGINT), 16)) DIV 16 ELSE (x - PMOD(x, 16)) DIV 16 END) AS a FROM t")
+    # a shift inside a mask is rendered too (the per-task state's code: (decided >> b) & 3)
+    inner = ("(CASE WHEN x BETWEEN -4611686018427387904 AND 4611686018427387904 THEN (CAST(x AS BIGINT) - "
+             "PMOD(CAST(x AS BIGINT), 16)) DIV 16 ELSE (x - PMOD(x, 16)) DIV 16 END)")
+    assert sql.render("SELECT (x >> 4) & 3 AS a FROM t", "spark") == (
+        f"SELECT (CASE WHEN ({inner}) BETWEEN -4611686018427387904 AND 4611686018427387904 THEN "
+        f"PMOD(CAST(({inner}) AS BIGINT), 4) ELSE PMOD(({inner}), 4) END) AS a FROM t")
     with pytest.raises(ValueError, match=r"x & 5: only a mask 2\^b - 1"):
         sql.render("SELECT x & 5 FROM t", "spark")
     with pytest.raises(ValueError, match="x >> y: only a constant whole number"):

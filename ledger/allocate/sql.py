@@ -183,7 +183,7 @@ def task_state(start: datetime, end: datetime, bits: int = K_BITS) -> str:
     same = " AND ".join(f"o.{c} IS NOT DISTINCT FROM k.{c}" for c in ("tenant", "product", "criteria"))
     return f"""
         SELECT task_id, CAST({low_bits('latest', 2)} AS INTEGER) AS latest,
-               CAST(({low_bits('decided', bits + 2)} >> {bits}) AS INTEGER) AS decided,
+               CAST({low_bits(f'decided >> {bits}', 2)} AS INTEGER) AS decided,
                CAST({low_bits('decided', bits)} AS BIGINT) AS k
         FROM (
             SELECT o.task_id,
@@ -413,7 +413,8 @@ def _spark_bits(node):
         mask = whole(node.expression, "&") + 1
         if mask & (mask - 1):
             raise ValueError(f"x & {mask - 1}: only a mask 2^b - 1 is rendered for Spark")
-        return either(node.this, lambda x: exp.Anonymous(this="pmod", expressions=[x, exp.Literal.number(mask)]))
+        x = node.this.transform(_spark_bits)  # as below: a shift inside the mask is not visited again
+        return either(x, lambda x: exp.Anonymous(this="pmod", expressions=[x, exp.Literal.number(mask)]))
     if isinstance(node, exp.BitwiseRightShift):
         unit = 1 << whole(node.expression, ">>")
         x = node.this.transform(_spark_bits)  # the node put in place of this one is not visited again
