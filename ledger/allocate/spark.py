@@ -4,10 +4,10 @@
 files of ``requests``, ``meters`` and ``outcomes`` by path (local files, or the same files under
 another root such as ``s3a://bucket/facts``: :func:`fact_urls`), runs the statements of
 :mod:`.sql` rendered for Spark (each relation kept by Spark while the allocation runs), and copies
-the small results (outcome keys, request and meter groups, task counts, GPU groups and split parts)
-into the allocation's DuckDB connection as temp tables of the same names, cast to the columns and
-types :mod:`.tables` declares for them, through Arrow. Fleet,
-charges, pricing, idle, charges, conservation and the run are the shared code on that connection.
+the small results (outcome keys, request and meter groups, task counts) into the allocation's
+DuckDB connection as temp tables of the same names, cast to the columns and types :mod:`.tables`
+declares for them, through Arrow. Fleet, charges, pricing, the GPU groups and split, idle,
+conservation and the run are the shared code on that connection.
 
 The session is in UTC with ANSI mode on (an integer or decimal overflow is an error, never a wrap
 or a NULL). PySpark is the optional extra ``ledger[spark]`` and needs Java 17 or later; nothing

@@ -26,10 +26,10 @@ Spark SQL:
   Where `x` is within 2^62 in magnitude both are computed on ``CAST(x AS BIGINT)`` (Spark's
   ``pmod`` and ``div`` of a DECIMAL(38,0) are BigDecimal's, whatever its value).
 
-The rest is SQLGlot's own and right for Spark: ``x // y`` to ``x div y`` (integer division, a
-BIGINT, that errs on overflow under ANSI mode), ``make_timestamp(us)`` to ``timestamp_micros``,
-``TIMESTAMPTZ '...'`` to a cast to TIMESTAMP (the session is in UTC), ``ANTI JOIN``, aggregate
-FILTER clauses and ``GROUP BY ALL`` (Spark 3.4+). Amounts, weights and token counts are integers
+The rest is SQLGlot's own and right for Spark: ``TIMESTAMPTZ '...'`` to a cast to TIMESTAMP (the
+session is in UTC), ``ANTI JOIN``, aggregate FILTER clauses and ``GROUP BY ALL`` (Spark 3.4+). The
+GPU groups and split (:data:`GPU_GROUPS`, :data:`SPLIT`: ``//``, ``make_timestamp``, windows) read
+only small tables and run on the allocation's DuckDB connection whatever the engine (``gpu.py``). Amounts, weights and token counts are integers
 (BIGINT, HUGEINT or DECIMAL(38,0)) or DECIMAL on both engines, never DOUBLE: the one DOUBLE read,
 ``latency_ms`` (and ``ttft_ms``), is rounded to integer microseconds before any arithmetic.
 """
