@@ -1,14 +1,16 @@
 """The unknown-task anti-join in parts (ledger/allocate/engines.py `create_in_parts`, sql.py `unknown_tasks`).
 
 Where the hash table of the tasks with an outcome would not fit in DuckDB's memory limit, the
-anti-join runs in parts, one after another, each over the tasks of one ``hash(task_id) % parts``
-(at 100M requests: two parts, 25 s where one spilling hash table took 35 to 41 s; docs/scale.md).
-How many parts: the keys' bytes over the limit, rounded up (hand-worked below). Whatever the
-number of parts, the unknown tasks and every number of the allocation are the same: checked on
-random months against one part and against a count by hand.
+anti-join runs in parts, one after another, each over the tasks of one range of ids, cut at the
+quantiles of a sample of them (``engines.key_ranges``; at 100M requests: two parts, 25 s where one
+spilling hash table took 35 to 41 s; docs/scale.md). How many parts: the keys' bytes over the limit,
+rounded up (hand-worked below). Whatever the number of parts and wherever the cuts fall, every key
+is in exactly one range, and the unknown tasks and every number of the allocation are the same:
+checked on random months against one part and against a count by hand.
 """
 from __future__ import annotations
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ from test_allocate_support import facts_con, index, utc
 from test_allocate_usage import DAY, PROVIDER, TOKENS
 
 from ledger.allocate import allocate, engines, sql, tables
-from ledger.allocate.engines import DUCKDB, INLINED, KEY_BYTES, MAX_PARTS, join_parts
+from ledger.allocate.engines import DUCKDB, INLINED, KEY_BYTES, MAX_PARTS, join_parts, key_ranges
 from ledger.duck import limit_of, size_bytes
 
 GIB = 1 << 30
@@ -62,11 +64,44 @@ def test_join_parts_hand_worked():
     assert join_parts(0, 0, GIB) == 1
 
 
-def test_one_part_has_no_hash_condition_and_parts_cut_both_sides():
+def test_one_part_has_no_condition_and_a_range_cuts_both_sides():
     start, end = utc(DAY[0]), utc(DAY[1])
-    assert "hash(" not in sql.unknown_tasks(start, end)
-    three = sql.unknown_tasks(start, end, 2, 3)
-    assert "hash(task_id) % 3 = 2" in three and "hash(r.task_id) % 3 = 2" in three
+    one = sql.unknown_tasks(start, end)
+    assert ">=" not in one.replace("booked_at >=", "") and "task_id <" not in one
+    middle = sql.unknown_tasks(start, end, "'t3'", "'t7'")
+    assert "AND task_id >= 't3' AND task_id < 't7') d" in middle
+    assert middle.rstrip().endswith("AND r.task_id >= 't3' AND r.task_id < 't7'")
+    # a bound is a literal as it is: an id that spells the column's name is not rewritten
+    odd = sql.unknown_tasks(start, end, None, "'r.task_id''s'")
+    assert odd.count("'r.task_id''s'") == 2 and "r.r.task_id" not in odd
+
+
+def test_key_ranges_hand_worked():
+    con = duckdb.connect()
+    keys = "SELECT * FROM (VALUES ('t0'), ('t1'), ('t2'), ('t3'), ('t4'), ('t5'), ('t6'), ('t7')) v(k)"
+    assert key_ranges(con, keys, 1) == [(None, None)]
+    # eight keys (all in the sample): quantile_disc at 1/2 is the 4th of them in order, t3 (DuckDB's
+    # discrete quantile: the value at index floor(0.5 * (8 - 1)) = 3), so [.., t3) holds t0-t2, [t3, ..) t3-t7
+    assert key_ranges(con, keys, 2) == [(None, "'t3'"), ("'t3'", None)]
+    # no keys: nothing to cut by, one range
+    assert key_ranges(con, "SELECT 'x' WHERE false", 3) == [(None, None)]
+
+
+key_text = st.text(alphabet=st.sampled_from(["a", "b", "'", "é", "ß", " ", "0", "€"]), max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(key_text, min_size=1, max_size=60, unique=True), parts=st.integers(2, 5))
+def test_property_every_key_is_in_exactly_one_range(keys, parts):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE k(key VARCHAR)")
+    con.executemany("INSERT INTO k VALUES (?)", [(x,) for x in keys])
+    ranges = key_ranges(con, "SELECT key FROM k", parts)
+    assert 1 <= len(ranges) <= parts and ranges[0][0] is None and ranges[-1][1] is None
+    conds = [" AND ".join([f"key >= {lo}"] * (lo is not None) + [f"key < {hi}"] * (hi is not None)) or "true"
+             for lo, hi in ranges]
+    hits = con.execute(f"SELECT key, {' + '.join(f'CAST(({c}) AS INT)' for c in conds)} FROM k").fetchall()
+    assert sorted(hits) == sorted((x, 1) for x in keys)
 
 
 # ---- the same answer in any number of parts ------------------------------------------------------
@@ -135,7 +170,7 @@ def test_the_engine_gives_the_rule_the_keys_their_text_and_the_connections_limit
         if forced:
             monkeypatch.setattr(engines, "join_parts", lambda *a: forced)
         DUCKDB.create_in_parts(con, tables.UNKNOWN_TASKS, sql.KNOWN_TASKS,
-                               lambda part, parts: sql.unknown_tasks(utc(DAY[0]), utc(DAY[1]), part, parts))
+                               lambda lo, hi: sql.unknown_tasks(utc(DAY[0]), utc(DAY[1]), lo, hi))
         answers.append(sorted(con.execute(f"SELECT * FROM {tables.UNKNOWN_TASKS}").fetchall()))
     assert seen == [(1000, 400 * 20, 64 << 20)]
     assert real(*seen[0]) == 1

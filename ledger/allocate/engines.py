@@ -19,6 +19,7 @@ import duckdb
 
 
 from ..duck import limit_of
+from ..sqltext import literal
 from ..vocab import EngineName
 from .sql import render
 from .tables import TempTable
@@ -39,11 +40,12 @@ class Engine(Protocol):
         and types of `table` (the rest of the allocation reads it there)."""
 
     def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
-                        statement: Callable[[int, int], str]) -> None:
+                        statement: Callable[[str | None, str | None], str]) -> None:
         """Make relation `table` of a statement with a hash join whose build side is the SELECT `keys`
-        (of one VARCHAR column): the UNION ALL of ``statement(part, parts)`` for each part,
-        each joining the keys of its part only, run one after another. The engine chooses `parts`:
-        enough for one part's hash table to fit in its memory (one where it does anyway)."""
+        (of one VARCHAR column): the UNION ALL of ``statement(lo, hi)`` for each part, each joining
+        the keys from `lo` (included) to `hi` (excluded) only, SQL literals (None: no bound), run one
+        after another. The engine chooses the parts: enough for one part's hash table to fit in its
+        memory (one, ``statement(None, None)``, where it does anyway)."""
 
     def load(self, con: duckdb.DuckDBPyConnection, table: TempTable, rows: Sequence[tuple]) -> None:
         """Make relation `table` in the engine from Python rows of its columns, whose types are
@@ -63,13 +65,13 @@ class DuckEngine:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table.name} AS {render(sql, self.name)}")
 
     def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
-                        statement: Callable[[int, int], str]) -> None:
+                        statement: Callable[[str | None, str | None], str]) -> None:
         n, heap = con.execute(f"SELECT count(*), coalesce(sum(CASE WHEN strlen(key) > {INLINED} THEN strlen(key) "
                               f"END), 0) FROM ({keys}) k(key)").fetchone()
         parts = join_parts(int(n), int(heap), limit_of(con))
-        for part in range(parts):
+        for part, (lo, hi) in enumerate(key_ranges(con, keys, parts)):
             into = f"CREATE OR REPLACE TEMP TABLE {table.name} AS" if part == 0 else f"INSERT INTO {table.name}"
-            con.execute(f"{into} {render(statement(part, parts), self.name)}")
+            con.execute(f"{into} {render(statement(lo, hi), self.name)}")
 
     def load(self, con: duckdb.DuckDBPyConnection, table: TempTable, rows: Sequence[tuple]) -> None:
         import pyarrow as pa  # imported when a table is loaded from Python rows, not with the ledger
@@ -98,6 +100,33 @@ KEY_BYTES, INLINED = 56, 12
 #: At most this many parts: each reads the requests again, and at 100M four parts (36.9 s) were
 #: already nearly as slow as one spilling hash table (40.8 s); beyond, spilling costs less.
 MAX_PARTS = 4
+
+
+#: Keys sampled to cut the keys into parts of about the same size (a 1% error at most, nearly always).
+SAMPLE_KEYS = 100_000
+
+
+def key_ranges(con: duckdb.DuckDBPyConnection, keys: str, parts: int) -> list[tuple[str | None, str | None]]:
+    """The `parts` ranges [lo, hi) of the keys of the SELECT `keys` (one VARCHAR column), as SQL
+    literals (None: no bound), that cut them into parts of about the same size: the quantiles of a
+    sample of :data:`SAMPLE_KEYS` keys (seeded: the same cut every run). Any bounds give an exact
+    partition, since every key is in exactly one range: the sample decides only the parts' sizes. A
+    range is a comparison where a cut by ``hash(key) % parts`` hashed every key of the probe side
+    once more for each part (at 100M requests, two parts: 15.0 and 15.3 s against 16.0 and 19.2 s;
+    docs/scale.md). One part, or no sample to cut by: one range without bounds."""
+    if parts <= 1:
+        return [(None, None)]
+    qs = ", ".join(f"{k / parts!r}" for k in range(1, parts))
+    cuts = con.execute(f"SELECT quantile_disc(key, [{qs}]) FROM (SELECT key FROM ({keys}) k(key) WHERE key IS NOT NULL) "
+                       f"USING SAMPLE reservoir({SAMPLE_KEYS} ROWS) REPEATABLE (7)").fetchone()[0]
+    if not cuts or any(c is None for c in cuts):
+        return [(None, None)]
+    bounds = []
+    for c in cuts:  # in DuckDB's order already (the quantiles of ascending fractions); a repeat cuts nothing
+        if not bounds or c != bounds[-1]:
+            bounds.append(c)
+    edges = [None, *(literal(c) for c in bounds), None]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def join_parts(keys: int, heap: int, limit: int | None) -> int:

@@ -97,7 +97,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     boundaries = pricer.instants(start, end)
     engine.create(con, GROUPS, sql.request_groups(start, end, weight, join, boundaries, sql.band_case(pricer.index)))
     engine.create_in_parts(con, UNKNOWN_TASKS, sql.KNOWN_TASKS,
-                           lambda part, parts: sql.unknown_tasks(start, end, part, parts))
+                           lambda lo, hi: sql.unknown_tasks(start, end, lo, hi))
     engine.create(con, METERS, sql.meter_groups(start, end, boundaries))
     engine.create(con, TASK_COUNTS, sql.task_counts(start, end))
 

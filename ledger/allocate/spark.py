@@ -220,9 +220,9 @@ class SparkEngine:
             raise SparkError(f"Spark failed making {table}: {_first_line(e)}") from e
 
     def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
-                        statement: Callable[[int, int], str]) -> None:
+                        statement: Callable[[str | None, str | None], str]) -> None:
         """One part: Spark's joins are already cut into partitions by its shuffle."""
-        self.create(con, table, statement(0, 1))
+        self.create(con, table, statement(None, None))
 
     def load(self, con: duckdb.DuckDBPyConnection, table: TempTable, rows: Sequence[tuple]) -> None:
         from decimal import Decimal

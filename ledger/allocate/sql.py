@@ -239,22 +239,23 @@ def request_groups(start: datetime, end: datetime, weight_sql: str, join: str, b
 KNOWN_TASKS = f"SELECT task_id FROM {tables.TASK_STATE} WHERE latest IS NOT NULL"
 
 
-def unknown_tasks(start: datetime, end: datetime, part: int = 0, parts: int = 1) -> str:
+def unknown_tasks(start: datetime, end: datetime, lo: str | None = None, hi: str | None = None) -> str:
     """:data:`.tables.UNKNOWN_TASKS`: each task of the period's requests with no outcome decided up to
     the period end (an anti-join with :data:`KNOWN_TASKS`), once per (tenant, product) of its
     requests. Only (tenant, product, task_id) of each request go through the join, whose hash table
     holds every task with an outcome (31.7M at 100M requests).
 
-    Of `parts` (``Engine.create_in_parts``), part `part`: the tasks whose ``hash(task_id)`` is `part`
-    modulo `parts`, on both sides, so each part is exact and the parts' rows are distinct from each
-    other's (a task is in one part). One part has no such condition."""
-    cut = ("", "") if parts == 1 else (f" AND hash(task_id) % {parts} = {part}",
-                                         f" AND hash(r.task_id) % {parts} = {part}")
+    Of the parts of ``Engine.create_in_parts``, the one of the tasks from `lo` (included) to `hi`
+    (excluded), SQL literals (None: no bound), on both sides, so each part is exact and the parts'
+    rows are distinct from each other's (a task is in one part). No bounds: no such condition."""
+    def cut(col: str) -> str:
+        return (f" AND {col} >= {lo}" if lo is not None else "") + (f" AND {col} < {hi}" if hi is not None else "")
+
     return f"""
         SELECT DISTINCT r.tenant, r.product, r.task_id
-        FROM requests r ANTI JOIN ({KNOWN_TASKS}{cut[0]}) d
+        FROM requests r ANTI JOIN ({KNOWN_TASKS}{cut("task_id")}) d
             ON r.task_id = d.task_id
-        WHERE {in_period('r.booked_at', start, end)} AND r.task_id IS NOT NULL{cut[1]}"""
+        WHERE {in_period('r.booked_at', start, end)} AND r.task_id IS NOT NULL{cut("r.task_id")}"""
 
 
 def meter_groups(start: datetime, end: datetime, boundaries: Sequence[datetime]) -> str:
