@@ -107,18 +107,19 @@ SAMPLE_KEYS = 100_000
 
 
 def key_ranges(con: duckdb.DuckDBPyConnection, keys: str, parts: int) -> list[tuple[str | None, str | None]]:
-    """The `parts` ranges [lo, hi) of the keys of the SELECT `keys` (one VARCHAR column), as SQL
+    """At most `parts` ranges [lo, hi) of the keys of the SELECT `keys` (one VARCHAR column), as SQL
     literals (None: no bound), that cut them into parts of about the same size: the quantiles of a
-    sample of :data:`SAMPLE_KEYS` keys (seeded: the same cut every run). Any bounds give an exact
-    partition, since every key is in exactly one range: the sample decides only the parts' sizes. A
-    range is a comparison where a cut by ``hash(key) % parts`` hashed every key of the probe side
-    once more for each part (at 100M requests, two parts: 15.0 and 15.3 s against 16.0 and 19.2 s;
-    docs/scale.md). One part, or no sample to cut by: one range without bounds."""
+    seeded reservoir sample of :data:`SAMPLE_KEYS` keys (a cut two quantiles share is made once).
+    Any bounds give an exact partition, since every key is in exactly one range: the sample decides
+    only the parts' sizes. A range is a comparison where a cut by ``hash(key) % parts`` hashed every
+    key of the probe side once more for each part (at 100M requests, two parts: 15.0 and 15.3 s
+    against 16.0 and 19.2 s; docs/scale.md). One part, or no sample to cut by: one range, no bounds."""
     if parts <= 1:
         return [(None, None)]
     qs = ", ".join(f"{k / parts!r}" for k in range(1, parts))
-    cuts = con.execute(f"SELECT quantile_disc(key, [{qs}]) FROM (SELECT key FROM ({keys}) k(key) WHERE key IS NOT NULL) "
-                       f"USING SAMPLE reservoir({SAMPLE_KEYS} ROWS) REPEATABLE (7)").fetchone()[0]
+    sample = f"USING SAMPLE reservoir({SAMPLE_KEYS} ROWS) REPEATABLE (7)"
+    cuts = con.execute(f"SELECT quantile_disc(key, [{qs}]) FROM (SELECT key FROM ({keys}) k(key) "
+                       f"WHERE key IS NOT NULL) {sample}").fetchone()[0]
     if not cuts or any(c is None for c in cuts):
         return [(None, None)]
     bounds = []
