@@ -29,14 +29,15 @@ Spark SQL:
 The rest is SQLGlot's own and right for Spark: ``TIMESTAMPTZ '...'`` to a cast to TIMESTAMP (the
 session is in UTC), ``ANTI JOIN``, aggregate FILTER clauses and ``GROUP BY ALL`` (Spark 3.4+). The
 GPU groups and split (:data:`GPU_GROUPS`, :data:`SPLIT`: ``//``, ``make_timestamp``, windows) read
-only small tables and run on the allocation's DuckDB connection whatever the engine (``gpu.py``). Amounts, weights and token counts are integers
+only small tables and run on the allocation's DuckDB connection whatever the engine (``gpu.py``).
+Amounts, weights and token counts are integers
 (BIGINT, HUGEINT or DECIMAL(38,0)) or DECIMAL on both engines, never DOUBLE: the one DOUBLE read,
 ``latency_ms`` (and ``ttft_ms``), is rounded to integer microseconds before any arithmetic.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from functools import lru_cache
 
 from ..instants import iso
@@ -44,7 +45,7 @@ from ..pricebook import PriceIndex
 from ..sqltext import literal
 from ..vocab import Dialect
 from . import tables
-from .records import TOKEN_METERS, Policy, _scale
+from .records import TOKEN_METERS, Policy, _scale, _us
 
 # ---- pieces of SQL ------------------------------------------------------------------------------
 
@@ -128,8 +129,7 @@ def outcome_key(start: datetime) -> str:
     digits is held as a long and one of more as a BigDecimal, and the per-task state of 10M requests
     took 15 s with keys counted from 1970 and shifted by 56 bits, against 4.4 s in longs
     (docs/scale.md). The keys' order, and so every result, is the same either way."""
-    start_us = (start - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
-    return f"(CAST(epoch_us(o.decided_at) AS HUGEINT) - {start_us}) * 4 + {OUTCOME_CODE}"
+    return f"(CAST(epoch_us(o.decided_at) AS HUGEINT) - {_us(start)}) * 4 + {OUTCOME_CODE}"
 
 
 #: The most bits the per-task `decided` keeps its outcome's `k` of :data:`.tables.TASK_KEYS` in,
@@ -422,6 +422,7 @@ def _spark_bits(node):
 
         def shift(x):
             below = exp.Anonymous(this="pmod", expressions=[x.copy(), exp.Literal.number(unit)])
-            return exp.IntDiv(this=exp.Paren(this=exp.Sub(this=x, expression=below)), expression=exp.Literal.number(unit))
+            return exp.IntDiv(this=exp.Paren(this=exp.Sub(this=x, expression=below)),
+                              expression=exp.Literal.number(unit))
         return either(x, shift)
     return node
