@@ -441,10 +441,12 @@ def spark_table(sizes: list[int], seed: int, repeat: int, data: Path | None, dri
               f"{row['spark_seconds']} s (session start {row['session_seconds']} s apart), DuckDB "
               f"{row['duckdb_seconds']} s; {'the same' if same else 'DIFFERENT'} lines ({row['lines']:,}, total "
               f"{row['total']}); {row['ratio']}x DuckDB (median of each pair's own: {row['all_ratios']}); "
-              f"Spark runs {row['all_spark_seconds']}, DuckDB runs {row['all_duckdb_seconds']}; stages {row['stages']}; relations {row['tables']}; settings {row['settings']}",
+              f"Spark runs {row['all_spark_seconds']}, DuckDB runs {row['all_duckdb_seconds']}; "
+              f"stages {row['stages']}; relations {row['tables']}; settings {row['settings']}",
               flush=True)
     print()
-    print("| requests | Spark local (s) | session start (s) | DuckDB (s) | ratio | same lines | lines | JVM peak RSS (MiB) |")
+    print("| requests | Spark local (s) | session start (s) | DuckDB (s) | ratio | same lines | lines "
+          "| JVM peak RSS (MiB) |")
     print("|---:|---:|---:|---:|---:|---|---:|---:|")
     for r in rows:
         print(f"| {r['requests']:,} | {r['spark_seconds']:.2f} | {r['session_seconds']:.2f} | "
