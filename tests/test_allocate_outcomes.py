@@ -23,12 +23,14 @@ from datetime import datetime, timezone
 from decimal import Decimal as D
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_allocate_support import facts_con, index, run
 from test_allocate_usage import DAY, PROVIDER, TOKENS, by_tenant
 from typer.testing import CliRunner
 
 from ledger import store
-from ledger.allocate import sql, tables
+from ledger.allocate import period, sql, tables
 from ledger.allocate.engines import DUCKDB
 from ledger.cli import app
 
@@ -103,14 +105,27 @@ def test_a_null_tenant_sorts_before_the_others():
 
 
 def state(outcomes: str, start: str, end: str) -> list[tuple]:
-    """The per-task state of `outcomes` for the period, with each task's (tenant, product, criteria)."""
+    """The per-task state of `outcomes` for the period, with each task's (tenant, product, criteria):
+    the same in every way the allocation may compute it (keys in HUGEINT with 56 bits for `k`, and
+    with as few bits as the keys need, in BIGINT where they fit, matched with ``=`` where no key
+    holds a NULL; ``period._prepare`` chooses), or the test fails."""
     con = facts_con(outcomes=HEADER + outcomes)
     s, e = (datetime.fromisoformat(x).replace(tzinfo=timezone.utc) for x in (start, end))
     DUCKDB.create(con, tables.TASK_KEYS, sql.task_keys(s, e))
-    DUCKDB.create(con, tables.TASK_STATE, sql.task_state(s, e))
-    return con.execute(f"""SELECT s.task_id, s.latest, s.decided, k.tenant, k.product, k.criteria
-                           FROM {tables.TASK_STATE} s LEFT JOIN {tables.TASK_KEYS} k USING (k)
-                           ORDER BY s.task_id""").fetchall()
+    keys, nulls = con.execute(f"SELECT count(*), count(*) FILTER (WHERE tenant IS NULL OR product IS NULL "
+                              f"OR criteria IS NULL) FROM {tables.TASK_KEYS}").fetchone()
+    bits = sql.k_bits(keys)
+    ways = [sql.task_state(s, e), sql.task_state(s, e, bits), sql.task_state(s, e, bits, null_keys=nulls > 0)]
+    if period._key_kind(con, DUCKDB, s, bits) == "BIGINT":
+        ways.append(sql.task_state(s, e, bits, "BIGINT", nulls > 0))
+    seen = []
+    for way in ways:
+        DUCKDB.create(con, tables.TASK_STATE, way)
+        seen.append(con.execute(f"""SELECT s.task_id, s.latest, s.decided, k.tenant, k.product, k.criteria
+                                    FROM {tables.TASK_STATE} s LEFT JOIN {tables.TASK_KEYS} k USING (k)
+                                    ORDER BY s.task_id""").fetchall())
+    assert all(x == seen[0] for x in seen), seen
+    return seen[0]
 
 
 def test_the_state_decodes_instants_before_1970_and_after_the_period():
@@ -123,6 +138,46 @@ def test_the_state_decodes_instants_before_1970_and_after_the_period():
         ("t1", sql.FAILURE, sql.FAILURE, "a", "chat", "x"),
         ("t2", sql.SUCCESS, sql.SUCCESS, "c", "chat", "z"),
         ("t4", sql.FAILURE, None, None, None, None)]
+
+
+def test_keys_go_in_bigint_only_where_every_outcomes_fits_and_bigint_would_stop_otherwise():
+    import duckdb
+
+    # 600 (tenant, product, criteria) booked in October: k takes 10 bits. An outcome decided in 1900 is
+    # (1900 - 2026) years = about -3.98e15 us from the period start, a key of about -1.59e16, which
+    # shifted by 10 bits (-1.63e19) is below BIGINT's -9.22e18: HUGEINT. Without it, BIGINT.
+    booked = "".join(f"k{i},a,chat,success,2026-10-02T00:00:00Z,c{i}\n" for i in range(600))
+    old = "t0,a,chat,failure,1900-01-01T00:00:00Z,x\n"
+    s, e = datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc)
+    for rows, kind in ((booked, "BIGINT"), (booked + old, "HUGEINT")):
+        con = facts_con(outcomes=HEADER + rows)
+        DUCKDB.create(con, tables.TASK_KEYS, sql.task_keys(s, e))
+        bits = sql.k_bits(con.execute(f"SELECT count(*) FROM {tables.TASK_KEYS}").fetchone()[0])
+        assert bits == 10 and period._key_kind(con, DUCKDB, s, bits) == kind
+    # had the keys gone in BIGINT, DuckDB would have stopped with an overflow, not wrapped
+    with pytest.raises(duckdb.OutOfRangeException):
+        DUCKDB.create(con, tables.TASK_STATE, sql.task_state(s, e, bits, "BIGINT", False))
+    got = state(booked + old, "2026-10-01T00:00:00", "2026-11-01T00:00:00")
+    assert got[0] == ("k0", sql.SUCCESS, sql.SUCCESS, "a", "chat", "c0")
+    assert got[-1] == ("t0", sql.FAILURE, None, None, None, None) and len(got) == 601
+
+
+INSTANTS = st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(9998, 12, 31))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.sampled_from(["", "a", "b"]),
+                          st.sampled_from(["success", "failure", "skipped", ""]),
+                          st.one_of(INSTANTS, st.datetimes(min_value=datetime(2026, 9, 30),
+                                                           max_value=datetime(2026, 11, 2))),
+                          st.sampled_from(["", "x", "y"])),
+                min_size=1, max_size=12, unique_by=lambda r: (r[0], r[3])))
+def test_property_every_way_of_keeping_the_state_gives_the_same_state(rows):
+    # outcomes of any years the ingest takes, NULL tenants and criteria, no outcome: `state` runs every
+    # way the allocation may compute the state (HUGEINT or BIGINT, IS NOT DISTINCT FROM or =) and
+    # fails unless all agree
+    text = "".join(f"{t},{tenant},chat,{o},{at.isoformat()}Z,{c}\n" for t, tenant, o, at, c in rows)
+    state(text, "2026-10-01T00:00:00", "2026-11-01T00:00:00")
 
 
 def test_another_outcome_text_is_an_outcome_that_counts_as_neither():

@@ -76,6 +76,27 @@ def test_the_bits_of_k_are_as_few_as_the_keys_need():
         sql.k_bits((1 << 56) + 1)
 
 
+def test_keys_fit_in_bigint_up_to_its_last_value_and_not_one_microsecond_beyond():
+    origin = 1790812800000000  # START in epoch microseconds
+    # one bit of k: the highest packed key is ((last - origin) * 4 + 3) * 2 + 1 = 8 (last - origin) + 7,
+    # 2^63 - 1 when last - origin = 2^60 - 1; the lowest (first - origin) * 4 * 2 = -2^63 when first - origin = -2^60
+    assert sql.fits_bigint(origin - 2**60, origin + 2**60 - 1, START, 1)
+    assert not sql.fits_bigint(origin - 2**60, origin + 2**60, START, 1)
+    assert not sql.fits_bigint(origin - 2**60 - 1, origin, START, 1)
+    assert sql.fits_bigint(None, None, START, 56)  # no outcome
+    # 9998-12-31 from a start in 2026: (2.52e17 us * 4 + 3) is 2^59.8: 3 bits of k fit, 4 do not
+    last = 253370764800000000 - 1  # 9999-01-01T00:00:00Z less one microsecond
+    assert sql.fits_bigint(origin, last, START, 3) and not sql.fits_bigint(origin, last, START, 4)
+
+
+def test_the_state_in_bigint_and_with_equal_keys_is_the_same_statement_in_those_words():
+    wide, narrow = sql.task_state(START, END, 3), sql.task_state(START, END, 3, "BIGINT", False)
+    assert narrow == (wide.replace("AS HUGEINT", "AS BIGINT").replace("IS NOT DISTINCT FROM", "="))
+    assert "HUGEINT" not in narrow and "IS NOT DISTINCT FROM" not in narrow
+    with pytest.raises(ValueError, match="HUGEINT or BIGINT, not 'INTEGER'"):
+        sql.task_state(START, END, 3, "INTEGER")
+
+
 def test_bits_become_pmod_and_div_on_spark_exactly_for_masks_and_constant_shifts():
     # in BIGINT where the value is within 2^62 (Spark's DECIMAL pmod and div are BigDecimal's), else as it is
     assert sql.render("SELECT y & 3 AS b FROM t", "spark") == (

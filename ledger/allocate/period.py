@@ -10,6 +10,7 @@ from datetime import datetime
 import duckdb
 
 from ..instants import iso
+from ..vocab import EngineName
 from . import sql
 from .engines import Engine
 from .pricing import _Pricer
@@ -88,8 +89,10 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     """
     con.execute("SET TimeZone = 'UTC'")
     engine.create(con, TASK_KEYS, sql.task_keys(start, end))
-    keys = con.execute(f"SELECT count(*) FROM {TASK_KEYS}").fetchall()[0][0]
-    engine.create(con, TASK_STATE, sql.task_state(start, end, sql.k_bits(keys)))
+    keys, null_keys = con.execute(f"""SELECT count(*), count(*) FILTER (WHERE tenant IS NULL OR product IS NULL
+                                      OR criteria IS NULL) FROM {TASK_KEYS}""").fetchall()[0]
+    bits = sql.k_bits(keys)
+    engine.create(con, TASK_STATE, sql.task_state(start, end, bits, _key_kind(con, engine, start, bits), null_keys > 0))
     engine.create(con, FAILED_TASKS, sql.FAILED_TASKS)
     weight, join, pool_weights = sql.weight(policy)
     if join:
@@ -100,6 +103,19 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
                            lambda lo, hi: sql.unknown_tasks(start, end, lo, hi))
     engine.create(con, METERS, sql.meter_groups(start, end, boundaries))
     engine.create(con, TASK_COUNTS, sql.task_counts(start, end))
+
+
+def _key_kind(con: duckdb.DuckDBPyConnection, engine: Engine, start: datetime, bits: int) -> str:
+    """The integer type of the per-task state's keys (``sql.outcome_key``): BIGINT on DuckDB when the
+    first and last ``decided_at`` of every outcome (which DuckDB reads from the Parquet files'
+    statistics) keep them within it (``sql.fits_bigint``), else HUGEINT. Spark keeps
+    HUGEINT (its DECIMAL(38,0), held as a long up to 18 digits: no gain, and a job of its own to
+    find the bounds)."""
+    if engine.name != EngineName.DUCKDB:
+        return "HUGEINT"
+    first, last = con.execute(
+        "SELECT epoch_us(min(decided_at)), epoch_us(max(decided_at)) FROM outcomes").fetchall()[0]
+    return "BIGINT" if sql.fits_bigint(first, last, start, bits) else "HUGEINT"
 
 
 # ---- usage and tasks (for unit economics) ------------------------------------------------------
