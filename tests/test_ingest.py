@@ -628,9 +628,10 @@ def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
 
 
 def test_hash_repeats_found_by_a_set_by_numpy_and_by_duckdb_alike():
-    """The key check's three ways (a Python set up to SET_MAX_ROWS, numpy's sort up to
-    NUMPY_SORT_MAX_ROWS, DuckDB's above) find a repeated value exactly when there is one: hand-made
-    cases, then random lists with and without repeats."""
+    """The key check's four ways (a Python set up to SET_MAX_ROWS, DuckDB's count of distinct values
+    up to DISTINCT_MAX_ROWS, numpy's sort up to NUMPY_SORT_MAX_ROWS, DuckDB's sort above) find a
+    repeated value exactly when there is one: hand-made cases, then random lists with and without
+    repeats."""
     from unittest import mock
 
     from hypothesis import given, settings
@@ -647,9 +648,12 @@ def test_hash_repeats_found_by_a_set_by_numpy_and_by_duckdb_alike():
         assert len(values) <= dedupe.SET_MAX_ROWS
         by_set = li.hashes_repeat(con, sql, len(values))
         with mock.patch.object(dedupe, "SET_MAX_ROWS", 0):
-            by_numpy = li.hashes_repeat(con, sql, len(values))
-            with mock.patch.object(dedupe, "NUMPY_SORT_MAX_ROWS", 0):
-                by_duckdb = li.hashes_repeat(con, sql, len(values))
+            by_distinct = li.hashes_repeat(con, sql, len(values))
+            with mock.patch.object(dedupe, "DISTINCT_MAX_ROWS", 0):
+                by_numpy = li.hashes_repeat(con, sql, len(values))
+                with mock.patch.object(dedupe, "NUMPY_SORT_MAX_ROWS", 0):
+                    by_duckdb = li.hashes_repeat(con, sql, len(values))
+        assert by_distinct == by_set
         return by_set, by_numpy, by_duckdb
 
     assert each([7]) == (False, False, False)
@@ -668,12 +672,16 @@ def test_hash_repeats_found_by_a_set_by_numpy_and_by_duckdb_alike():
     agree()
 
 
-def test_duplicates_inside_one_file_on_the_duckdb_sort(ledger_home, tmp_path, monkeypatch):
-    """A batch above NUMPY_SORT_MAX_ROWS has its key hashes sorted by DuckDB: same counts, same conflict."""
+@pytest.mark.parametrize("way", ["distinct", "sort"])
+def test_duplicates_inside_one_file_on_the_duckdb_sort(ledger_home, tmp_path, monkeypatch, way):
+    """A batch above SET_MAX_ROWS has its key hashes counted distinct by DuckDB, and one above
+    NUMPY_SORT_MAX_ROWS sorted by DuckDB: same counts, same conflict, either way."""
     from ledger.ingest import dedupe
 
     monkeypatch.setattr(dedupe, "SET_MAX_ROWS", 0)
-    monkeypatch.setattr(dedupe, "NUMPY_SORT_MAX_ROWS", 0)
+    if way == "sort":
+        monkeypatch.setattr(dedupe, "DISTINCT_MAX_ROWS", 0)
+        monkeypatch.setattr(dedupe, "NUMPY_SORT_MAX_ROWS", 0)
     register("acme")
     same = write(tmp_path / "same.csv", REQ_HEADER + "\n" + OK_ROW + "\n" + OK_ROW + "\n")
     r = ingest("requests", [same])
