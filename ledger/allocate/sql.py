@@ -131,8 +131,8 @@ def outcome_key(start: datetime, kind: str = "HUGEINT") -> str:
     (docs/scale.md). The keys' order, and so every result, is the same either way.
 
     `kind` is the integer type the key is computed in: HUGEINT holds any, BIGINT where
-    :func:`fits_bigint` says the period's outcomes' keys fit (on DuckDB, a sixth less time for the
-    per-task state at 100M requests)."""
+    :func:`fits_bigint` says the period's outcomes' keys fit (on DuckDB, about a fifth less time
+    for the per-task state at 100M requests)."""
     if kind not in ("HUGEINT", "BIGINT"):
         raise ValueError(f"outcome keys are HUGEINT or BIGINT, not {kind!r}")
     return f"(CAST(epoch_us(o.decided_at) AS {kind}) - {_us(start)}) * 4 + {OUTCOME_CODE}"
@@ -164,8 +164,8 @@ def fits_bigint(first_us: int | None, last_us: int | None, start: datetime, bits
     plus a `k` under 2^`bits`) is within BIGINT when the outcomes' ``decided_at`` are between
     `first_us` and `last_us` (epoch microseconds, both included; None: no outcome). The bounds are
     those of every outcome, a superset of the state's: DuckDB answers them from the Parquet files'
-    statistics where it can, else with one scan of the column. (DuckDB stops with an overflow error on a BIGINT that would not fit, rather than
-    wrap; the check makes sure it never comes to that.)"""
+    statistics where it can, else with one scan of the column. (DuckDB stops with an overflow error
+    on a BIGINT that would not fit, rather than wrap; the check makes sure it never comes to that.)"""
     if first_us is None or last_us is None:
         return True
     origin = _us(start)
