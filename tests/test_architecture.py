@@ -306,7 +306,7 @@ def test_the_private_import_finder_finds_both_forms(tmp_path, monkeypatch):
 
 def _engine_calls() -> list[tuple[str, str, str, str | None, str]]:
     """(method, registry constant, file:line, sql member named by the statement argument, its text)
-    for every ``<engine>.create(con, T, ...)``, ``.create_in_parts(con, T, keys, lambda part, parts:
+    for every ``<engine>.create(con, T, ...)``, ``.create_in_parts(con, T, keys, lambda lo, hi:
     ...)`` and ``.load(con, T, ...)`` in ledger/ whose table argument is a constant of
     ledger/allocate/tables.py (``T`` or ``tables.T``)."""
     from ledger.allocate import tables

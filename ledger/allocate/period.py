@@ -89,10 +89,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     """
     con.execute("SET TimeZone = 'UTC'")
     engine.create(con, TASK_KEYS, sql.task_keys(start, end))
-    keys, null_keys = con.execute(f"""SELECT count(*), count(*) FILTER (WHERE tenant IS NULL OR product IS NULL
-                                      OR criteria IS NULL) FROM {TASK_KEYS}""").fetchall()[0]
-    bits = sql.k_bits(keys)
-    engine.create(con, TASK_STATE, sql.task_state(start, end, bits, _key_kind(con, engine, start, bits), null_keys > 0))
+    bits, null_keys = _key_shape(con)
+    engine.create(con, TASK_STATE, sql.task_state(start, end, bits, _key_kind(con, engine, start, bits), null_keys))
     engine.create(con, FAILED_TASKS, sql.FAILED_TASKS)
     weight, join, pool_weights = sql.weight(policy)
     if join:
@@ -103,6 +101,15 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
                            lambda lo, hi: sql.unknown_tasks(start, end, lo, hi))
     engine.create(con, METERS, sql.meter_groups(start, end, boundaries))
     engine.create(con, TASK_COUNTS, sql.task_counts(start, end))
+
+
+def _key_shape(con: duckdb.DuckDBPyConnection) -> tuple[int, bool]:
+    """Of `TASK_KEYS` (a temp table of `con` whatever the engine): the bits its numbers `k` take
+    (``sql.k_bits``), and whether some row has a NULL tenant, product or criteria (then the per-task
+    state matches them with ``IS NOT DISTINCT FROM``, else with ``=``)."""
+    keys, nulls = con.execute(f"""SELECT count(*), count(*) FILTER (WHERE tenant IS NULL OR product IS NULL
+                                  OR criteria IS NULL) FROM {TASK_KEYS}""").fetchall()[0]
+    return sql.k_bits(keys), nulls > 0
 
 
 def _key_kind(con: duckdb.DuckDBPyConnection, engine: Engine, start: datetime, bits: int) -> str:
