@@ -10,6 +10,7 @@ LiteLLM files under tests/data.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,8 +18,9 @@ import duckdb
 import pytest
 
 from ledger import config, duck, facts, store
-from ledger.ingest import IngestError
-from ledger.ingest.sources import _convert, _flat, ingest_from, litellm, mapfile
+from ledger.ingest import IngestError, ingest
+from ledger.ingest.records import Origin
+from ledger.ingest.sources import HIDDEN, _convert, _flat, ingest_from, litellm, mapfile
 from ledger.ingest.sources.reading import open_source
 
 pytestmark = pytest.mark.store
@@ -96,5 +98,45 @@ def test_the_flat_conversion_writes_the_rows_of_the_one_that_follows_every_path(
     con = duckdb.connect()
     deep, flat = (f"read_parquet('{out[h]}')" for h in ("deep", "flat"))
     assert con.execute(f"SELECT count(*) FROM {flat}").fetchone()[0] == 4
-    # the same rows in the same order, every column
-    assert con.execute(f"SELECT * FROM {deep}").fetchall() == con.execute(f"SELECT * FROM {flat}").fetchall()
+    # the same rows in the same order, every ledger column (the conversion's own, ``HIDDEN``, begin with _)
+    ledger_cols = "COLUMNS('^[^_]')"
+    assert (con.execute(f"SELECT {ledger_cols} FROM {deep}").fetchall()
+            == con.execute(f"SELECT {ledger_cols} FROM {flat}").fetchall())
+    assert len(con.execute(f"DESCRIBE SELECT {ledger_cols} FROM {flat}").fetchall()) > 10
+    # beside them, no record refused and none with JSON text the flat conversion missed
+    assert con.execute(f"SELECT bool_or(_refused) FROM {deep}").fetchone()[0] is False
+    assert con.execute(f"SELECT bool_or(_refused OR _deeper) FROM {flat}").fetchone()[0] is False
+
+
+def test_the_conversions_own_columns_are_left_unread_only_in_its_own_files(ledger_home, tmp_path):
+    # The conversion writes its flags beside the ledger's columns (``sources.HIDDEN``). The ingest leaves
+    # them unread only in a file converted from a source (``Origin.hidden``); in a user's own Parquet
+    # file the same column is judged as any other (a BOOLEAN column is refused), and nothing is written.
+    m = mapfile.load(LITELLM_MAP, litellm.MAPPABLE, litellm.TABLES, ())
+    con = duck.connect("ingest_source", home=tmp_path, ordered=True)
+    src = open_source(con, SPEND, None, tmp_path / "links")
+    out = tmp_path / "converted.parquet"
+    assert _convert(con, "requests", src, litellm.columns(src, m), m, litellm, out, "_lines0") == ([], 0)
+    con.close()
+    assert "_refused" in [r[0] for r in duckdb.connect().execute(f"DESCRIBE FROM '{out}'").fetchall()]
+    with pytest.raises(IngestError) as e:
+        ingest("requests", [out], register_new=True)
+    assert [(p.entry, p.message) for p in e.value.problems] == [
+        ("_refused", "is a BOOLEAN column: expected text, a number or an instant, one value per row")]
+    assert rows() == []
+    origin = Origin(path=str(SPEND), sha256="ab" * 32, format="litellm:csv", bytes=SPEND.stat().st_size,
+                    hidden=HIDDEN)
+    r = ingest("requests", [out], register_new=True, origins=[origin])
+    assert r.rows_new == 4
+    assert [(f.path, f.sha256, f.format) for f in r.files] == [(str(SPEND), "ab" * 32, "litellm:csv")]
+
+
+def test_the_batch_records_the_sha256_of_each_source_file(ledger_home, tmp_path):
+    # the sources are hashed in a thread while DuckDB converts them: the batch says what sha256sum says
+    second = tmp_path / "second.csv"
+    text = lines(SPEND)
+    second.write_text("".join([text[0]] + [t.replace("chatcmpl-", "chatcmpl-second-") for t in text[1:]]))
+    r = ingest_from("litellm", "requests", [SPEND, second], LITELLM_MAP, register_new=True)
+    assert r.rows_new == 8
+    assert [(f.path, f.sha256) for f in r.files] == [
+        (str(p), hashlib.sha256(p.read_bytes()).hexdigest()) for p in (SPEND, second)]

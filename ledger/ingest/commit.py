@@ -21,7 +21,7 @@ from ..schema import INGEST_BATCH, POOL, pending_written, utcnow
 from ..sqltext import literal as lit, quote_ident as q
 from . import enums
 from .dedupe import _already_ingested, key
-from .opening import _digests_in_background, open_files
+from .opening import digests_in_background, open_files
 from .passes import read_file
 from .records import (ADJUSTABLE, Batch, Checked, CommitHook, FileReport, IngestError, IngestResult, Keyed,
                       MAX_PROBLEMS, LedgerState, OpenFile, Origin, Read, Workspace)
@@ -197,7 +197,7 @@ def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile], batch: B
     problems, in file order, then the batch's (``rows.batch_problems``: unknown names, closed months),
     so that one run names them all."""
     ws.staging.mkdir(parents=True, exist_ok=True)
-    digests = _digests_in_background([f.path for f in files])
+    digests = digests_in_background([f.path for f in files if f.origin is None])  # an origin has its own
     reads, problems, total = [], [], 0
     for i, f in enumerate(files):
         r = read_file(ws, i, f, state)
@@ -205,7 +205,8 @@ def _read(ws: Workspace, state: LedgerState, files: Sequence[OpenFile], batch: B
         problems += found
         total += n
         reads.append(r)
-    shas = digests.result()
+    own = iter(digests.result())
+    shas = [f.origin.sha256 if f.origin is not None else next(own) for f in files]
     if problems:
         more, _ = batch_problems(ws.con, batch, state, reads)  # every problem in one run: names, closed months
         kept = problems[:max(0, MAX_PROBLEMS - len(more))]  # the batch's lines are never cut off by the rows'

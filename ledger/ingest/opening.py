@@ -38,8 +38,9 @@ def _format_of(path: Path, fmt: str | None) -> str:
     return f
 
 
-def _digests_in_background(paths: Sequence[Path]):
-    """SHA-256 of each file, computed in a thread while DuckDB reads (hashlib releases the GIL)."""
+def digests_in_background(paths: Sequence[Path]):
+    """SHA-256 of each file, computed in a thread while DuckDB reads (hashlib releases the GIL): a
+    future of their hex digests, in the order of `paths`."""
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=1)
@@ -207,16 +208,17 @@ def match_columns(label: str, line: int | None, found: list[str], expected: list
 _NAIVE_TIMESTAMPS = {"TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"}
 
 
-def _parquet_columns(con: duckdb.DuckDBPyConnection, label: str,
-                     path: Path) -> tuple[dict[str, str], list[Problem]]:
+def _parquet_columns(con: duckdb.DuckDBPyConnection, label: str, path: Path,
+                     hidden: tuple[str, ...] = ()) -> tuple[dict[str, str], list[Problem]]:
     """(a Parquet file's columns -> the DuckDB type each reads as (kept for the pass: see
-    `parquet_direct`), its problems); a naive timestamp column is a problem."""
+    `parquet_direct`), its problems); a naive timestamp column is a problem. The columns `hidden`
+    (a converter's own: ``Origin.hidden``) are left out, unjudged."""
     try:
         rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(path))})").fetchall()
     except duckdb.Error as e:
         return {}, [Problem(file=label, message=f"not a Parquet file: {first_line(e)}")]
     names = parquet_names(con, path, [r[0] for r in rows])
-    types = {n: r[1] for n, r in zip(names, rows)}
+    types = {n: r[1] for n, r in zip(names, rows) if n not in hidden}
     out = []
     for c, t in types.items():
         if t in _NAIVE_TIMESTAMPS:
@@ -415,7 +417,7 @@ def open_files(con, kind: str, paths: Sequence[Path], fmt: str | None, link_dir:
         elif f == "jsonl":
             columns, probs = _jsonl_keys(con, label, data.path, data.shape)
         else:
-            types, probs = _parquet_columns(con, label, data.path)
+            types, probs = _parquet_columns(con, label, data.path, file.origin.hidden if file.origin else ())
             columns = list(types)
         if not probs:
             file, probs = _columns_of_kind(spec, file, columns, types)

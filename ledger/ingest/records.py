@@ -88,12 +88,15 @@ class Origin:
     - `path`: the source file as the user named it.
     - `sha256`: the SHA-256 of its bytes (hex; of the compressed bytes for a gzip file).
     - `format`: its format as the batch records it (``litellm:csv``, ``focus:parquet``, ``...:csv.gz``).
-    - `bytes`: its size in bytes."""
+    - `bytes`: its size in bytes.
+    - `hidden`: columns the conversion wrote into its Parquet file for itself (its records' lines, its flags:
+      ``sources.HIDDEN``), which the ingest leaves unread; any other column is judged as in any file."""
 
     path: str
     sha256: str
     format: str
     bytes: int
+    hidden: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

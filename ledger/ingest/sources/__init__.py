@@ -2,8 +2,9 @@
 
 An adapter (one module per source: `litellm`) turns each source file into a file of the ledger's
 own format (Parquet, in the ledger home's scratch folder ``facts/_adapters/``) with DuckDB SQL
-alone, one row per source record, in the source's order; the plain :func:`ledger.ingest.ingest`
-then validates and commits those files, so every rule of docs/ingest.md applies. Its problems are
+alone, one row per source record, in the source's order, written by the conversion's one statement
+with the conversion's own columns beside the ledger's (``HIDDEN``: left unread by the ingest); the
+plain :func:`ledger.ingest.ingest` then validates and commits those files, so every rule of docs/ingest.md applies. Its problems are
 told back in the source's terms: the source file, the record's line, the source field (``spend.csv:17:
 prompt_tokens (input_tokens): '-1' is negative``). The batch lists the source files (``origins`` of
 the plain ingest), in the same commit.
@@ -27,7 +28,7 @@ from ...config import Home
 from ...errors import Problem
 from ...sqltext import literal as lit, quote_ident as q
 from ..commit import ingest
-from ..opening import file_sha256
+from ..opening import digests_in_background
 from ..records import MAX_PROBLEMS, PARQUET_OPTIONS, CommitHook, IngestError, IngestResult, OpenFile, Origin
 from ..rows import physical_lines
 from . import langfuse, langfuse_scores, litellm, mapfile, otel
@@ -75,12 +76,13 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
         prepare = getattr(adapter, "prepare", None)
         if prepare:
             prepare(con, m, ledger)
-        converted, fields, sources = [], {}, []
+        converted, fields, sources, digests = [], {}, [], []
         problems, total = [], 0
         for i, p in enumerate(paths):
             step(f"converting {p} from {source}")
             opener = getattr(adapter, "open_file", None)
             src = opener(con, Path(p), fmt, work / "links", m) if opener else open_source(con, Path(p), fmt, work / "links")
+            digests.append(digests_in_background([src.path]))  # a thread hashes it while DuckDB converts
             flat = _flat(src)
             cols = adapter.columns(src, m)
             fields = {c: f for c, (_, f) in cols.items()}
@@ -92,8 +94,9 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
             sources.append(src)
         if problems:
             raise IngestError(problems, total)
-        origins = [Origin(path=x.label, sha256=file_sha256(x.path), format=f"{source}:{x.fmt}{'.gz' * x.compressed}",
-                          bytes=x.path.stat().st_size) for x in sources]
+        origins = [Origin(path=x.label, sha256=sha, format=f"{source}:{x.fmt}{'.gz' * x.compressed}",
+                          bytes=x.path.stat().st_size, hidden=HIDDEN) for x, d in zip(sources, digests)
+                   for sha in d.result()]
         try:
             return ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
                           as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress, origins=origins,
@@ -122,6 +125,11 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     """Write the ledger-format file `out` (rows in source order) and keep its row -> line map in table
     `lines`; returns the map's own problems: a required column with nothing at its path and no default.
 
+    The conversion is one statement, written to `out` as it is computed: the ledger's columns and
+    the conversion's own (``HIDDEN``: the records' lines where the source is numbered by a window,
+    the adapter's ``_where``, whether a check refuses the record, whether a flat conversion missed a
+    value), which the ingest leaves unread (``Origin.hidden``) and the checks below read from the file.
+
     With `flat` (:func:`_flat`: the source and its columns, paths not followed into JSON text held
     in the JSON of a field), that conversion is made first; when no row has such text where a path
     goes (``Documents.deeper``: nearly always, and then every value is the same), it is the
@@ -134,11 +142,12 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
     hidden = [c for c in cols if c.startswith("_")]  # the adapter's own: for its checks, and `_where` for problems
     checks = own_checks + (adapter.checks(m, src) if hasattr(adapter, "checks") else [])
     kept = [q(c) for c in present] + (["_where"] if "_where" in cols else [])
-    # The records are numbered by the conversion's table when the source can be read without its
-    # window (``SourceFile.unnumbered``: a window runs on one thread): the table is made in the order
-    # the records are read, so a row's id is its record's place (`num`: its ``_line``).
+    # The records are numbered by their place in `out` when the source can be read without its window
+    # (``SourceFile.unnumbered``: a window runs on one thread): the statement writes them in the order
+    # they are read, so a row's place in the file is its record's (`num`: its ``_line``).
     unnumbered = src.unnumbered()
-    num = "_line" if unnumbered is None else f"(rowid + {unnumbered[1]})"
+    num = "_line" if unnumbered is None else f"(file_row_number + {unnumbered[1]})"
+    written = f"{lines}_written"  # the view of `out` the checks read
 
     def table(s: SourceFile, c: dict[str, tuple[str, str]], deeper: bool) -> None:
         # The conversion keeps, of the checks, one flag per row (``_refused``: any check true) and no
@@ -154,58 +163,59 @@ def _convert(con, kind: str, src: SourceFile, cols: dict[str, tuple[str, str]], 
         more = f", {DEEPER}" if deeper else ""
         # in _line order without a sort: the relation numbers the records in the order it reads them, and
         # this connection keeps insertion order (``duck.connect(ordered=True)``: DuckDB's
-        # preserve_insertion_order), so the table is made in that order (a sort would move every column)
+        # preserve_insertion_order), so COPY writes them in that order (a sort would move every column)
         names = present + [h for h in c if h.startswith("_") and h not in said]
         converted = (_layered(s.rows(), c, names) if unnumbered is None else
                      _layered(s.docs.select(unnumbered[0]), c, names, line=False))
         line = "_line, " if unnumbered is None else ""
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT {line}{', '.join(kept)}, ({refused}) AS {REFUSED}"
-                    f"{more} FROM ({converted})")
+        con.execute(f"COPY (SELECT {line}{', '.join(kept)}, ({refused}) AS {REFUSED}{more} FROM ({converted})) "
+                    f"TO {lit(str(out))} ({PARQUET_OPTIONS})")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {written} AS "
+                    f"SELECT * FROM read_parquet({lit(str(out))}, file_row_number = true)")
 
     try:
         if flat is None:
             table(src, given, False)
         else:
             table(*flat, True)
-            if con.execute(f"SELECT count(*) FROM {lines} WHERE {DEEPER}").fetchone()[0]:
+            if con.execute(f"SELECT count(*) FROM {written} WHERE {DEEPER}").fetchone()[0]:
                 table(src, given, False)
     except duckdb.Error as e:
         return [unreadable(src.label, src.fmt, src.read_path or src.path, e, src.shape)], 1
     if checks:
-        n = con.execute(f"SELECT count(*) FROM {lines} WHERE {REFUSED}").fetchone()[0]
+        n = con.execute(f"SELECT count(*) FROM {written} WHERE {REFUSED}").fetchone()[0]
         if n:
-            return _refusals(con, src, cols, present + hidden, checks, lines, n, num)
+            return _refusals(con, src, cols, present + hidden, checks, written, n, num)
     mapped = [c.name for c in spec.columns
               if c.required and c.name in cols and (c.name not in m.columns or m.columns[c.name].default is None)]
     if mapped:
         flags = [f"({q(c)} IS NULL OR CAST({q(c)} AS VARCHAR) = '')" for c in mapped]
         where = " OR ".join(flags)
-        rows = con.execute(f"SELECT {num} AS _line, [{', '.join(flags)}] FROM {lines} WHERE {where} "
+        rows = con.execute(f"SELECT {num} AS _line, [{', '.join(flags)}] FROM {written} WHERE {where} "
                            f"ORDER BY _line LIMIT {MAX_PROBLEMS}").fetchall()
         if rows:
-            n = con.execute(f"SELECT count(*) FROM {lines} WHERE {where}").fetchone()[0]
-            at = _file_lines(con, src, lines, [r[0] for r in rows])
+            n = con.execute(f"SELECT count(*) FROM {written} WHERE {where}").fetchone()[0]
+            at = _file_lines(con, src, written, [r[0] for r in rows])
             found = [Problem(file=src.label, line=at.get(line, line), entry=f"{cols[c][1]} ({c})",
                              message="missing, and the map gives no default")
                      for line, hit in rows for c, h in zip(mapped, hit) if h]
             return found, max(n, len(found))
-    names = ", ".join(q(c) for c in present)
-    # `lines` was made in _line order and this connection keeps insertion order: a scan of it is in
-    # that order already (no second and third sort of every row)
-    con.execute(f"COPY (SELECT {names} FROM {lines}) TO {lit(str(out))} ({PARQUET_OPTIONS})")
     keep = ", _where" if "_where" in cols else ""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT {num} AS _line{keep} FROM {lines}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {lines} AS SELECT {num} AS _line{keep} FROM {written}")
     return [], 0
 
 
 #: The conversion's column that is true for a record some check of the adapter's refuses, and the
 #: flat conversion's that is true where JSON text inside a field's JSON may hold a value (:func:`_flat`).
 REFUSED, DEEPER = "_refused", "_deeper"
+#: The columns a conversion may write into its file for itself, beside the ledger's (:func:`_convert`):
+#: none is a ledger column (none begins with ``_``), and the ingest leaves them unread (``Origin.hidden``).
+HIDDEN = ("_line", "_where", REFUSED, DEEPER)
 
 
 def _refusals(con, src: SourceFile, cols: dict[str, tuple[str, str]], names: list[str], checks: list,
               lines: str, n: int, num: str = "_line") -> tuple[list[Problem], int]:
-    """The problems of the `n` records the conversion table `lines` flags (``_refused``), the first
+    """The problems of the `n` records the converted file's view `lines` flags (``_refused``), the first
     MAX_PROBLEMS of them in line order: the columns `names` computed again for those records alone
     (read again from the source, numbered as before), each check's flag and message. `num` is the
     SQL of a row's ``_line`` in `lines`."""
