@@ -629,13 +629,15 @@ def test_property_fast_and_careful_passes_agree(ledger_home, tmp_path):
 
 def test_hash_repeats_found_by_a_set_by_numpy_and_by_duckdb_alike():
     """The key check's four ways (a Python set up to SET_MAX_ROWS, DuckDB's count of distinct values
-    up to DISTINCT_MAX_ROWS, numpy's sort up to NUMPY_SORT_MAX_ROWS, DuckDB's sort above) find a
-    repeated value exactly when there is one: hand-made cases, then random lists with and without
-    repeats."""
+    up to DISTINCT_MAX_ROWS, numpy's sort up to NUMPY_SORT_MAX_ROWS, whole or in two halves sorted at
+    once, DuckDB's sort above) find a repeated value exactly when there is one: hand-made cases, then
+    random lists with and without repeats."""
     from unittest import mock
 
     from hypothesis import given, settings
     from hypothesis import strategies as st
+
+    import numpy as np
 
     import ledger.ingest as li
     from ledger.ingest import dedupe
@@ -651,15 +653,25 @@ def test_hash_repeats_found_by_a_set_by_numpy_and_by_duckdb_alike():
             by_distinct = li.hashes_repeat(con, sql, len(values))
             with mock.patch.object(dedupe, "DISTINCT_MAX_ROWS", 0):
                 by_numpy = li.hashes_repeat(con, sql, len(values))
+                # numpy's sort in two halves at once (partitioned around the middle value), and in one
+                with mock.patch.object(dedupe, "PARALLEL_SORT_MIN_ROWS", 0):
+                    halves = [dedupe.sorted_repeat(np.array(values, dtype=np.uint64), t) for t in (1, 2, 4)]
+                    with mock.patch.object(dedupe, "_cores", lambda: 2):
+                        assert li.hashes_repeat(con, sql, len(values)) == by_numpy
                 with mock.patch.object(dedupe, "NUMPY_SORT_MAX_ROWS", 0):
                     by_duckdb = li.hashes_repeat(con, sql, len(values))
         assert by_distinct == by_set
+        assert halves == [by_numpy] * 3
         return by_set, by_numpy, by_duckdb
 
     assert each([7]) == (False, False, False)
     assert each([1, 2, 3, 2**64 - 1]) == (False, False, False)
     assert each([2**64 - 1, 5, 2**64 - 1]) == (True, True, True)  # the largest value, not adjacent in input order
     assert each([0, 0]) == (True, True, True)
+    # the middle value written twice: one on each side of the partition's middle place
+    assert each([5, 1, 5, 9]) == (True, True, True)
+    assert each([9, 5, 1, 5, 7]) == (True, True, True)
+    assert each([3, 1, 2, 4]) == (False, False, False)
 
     @settings(max_examples=60, deadline=None)
     @given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200), st.data())

@@ -115,8 +115,10 @@ def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
     Up to SET_MAX_ROWS the values are fetched into a Python set, which is smaller than the list
     when one repeats; up to DISTINCT_MAX_ROWS DuckDB counts them distinct, in the engine. Sorted, a
     repeat sits next to its twin: up to NUMPY_SORT_MAX_ROWS the values are fetched into an array and
-    sorted by numpy (10M values in about 0.1 s where its vectorized sort applies, 0.65 s where it does
-    not, against 0.5 s for DuckDB's sort of them); above it, DuckDB sorts them and compares neighbours."""
+    sorted by numpy (:func:`sorted_repeat`, in two halves at once on a machine of two cores or more:
+    10M values in about 0.1 s where its vectorized sort applies, 0.65 s where it does not, 0.42 s
+    there in halves, against 0.5 s for DuckDB's sort of them); above it, DuckDB sorts them and
+    compares neighbours."""
     if rows <= SET_MAX_ROWS:
         values = [h for (h,) in con.execute(hashes_sql).fetchall()]
         return len(set(values)) < len(values)
@@ -125,11 +127,47 @@ def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
     if rows <= NUMPY_SORT_MAX_ROWS:
         import numpy as np
 
-        h = np.asarray(con.execute(hashes_sql).fetchnumpy()["h"], dtype=np.uint64)
-        h.sort()  # in place: no second copy
-        return bool(h.size > 1 and (h[1:] == h[:-1]).any())
+        return sorted_repeat(np.asarray(con.execute(hashes_sql).fetchnumpy()["h"], dtype=np.uint64), _cores())
     return bool(con.execute(f"SELECT count(*) FILTER (WHERE h = p) FROM (SELECT h, lag(h) OVER (ORDER BY h) AS p "
                             f"FROM ({hashes_sql}))").fetchone()[0])
+
+
+def sorted_repeat(h, threads: int) -> bool:
+    """True when a value of the numpy array `h` appears twice: `h` sorted in place (no second copy),
+    then each value compared with its neighbour. With two `threads` or more, `h` is first partitioned
+    around its middle value (``ndarray.partition``: every value before the middle place is no larger
+    than every value after it) and the two halves are sorted at once, each on a thread (numpy's sort
+    lets go of the GIL), which leaves the whole array sorted: at 10M values 0.41 to 0.44 s against
+    0.64 to 0.66 s for one sort on a 2-core machine, the partition itself 0.09 s (docs/scale.md)."""
+    if h.size < 2:
+        return False
+    if threads < 2 or h.size < PARALLEL_SORT_MIN_ROWS:
+        h.sort()
+    else:
+        import threading
+
+        mid = h.size // 2
+        h.partition(mid)
+        upper = threading.Thread(target=lambda: h[mid:].sort())
+        upper.start()
+        h[:mid].sort()
+        upper.join()
+    return bool((h[1:] == h[:-1]).any())
+
+
+#: From this many values the halves are sorted at once (every batch that reaches numpy's sort: above
+#: DISTINCT_MAX_ROWS); a small array is sorted whole, where a thread and a partition would gain nothing
+PARALLEL_SORT_MIN_ROWS = 1_000_000
+
+
+def _cores() -> int:
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def _conflict_problems(con, kind: str, files: Sequence[ReadFile], s) -> list[Problem]:
