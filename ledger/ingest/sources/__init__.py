@@ -4,10 +4,10 @@ An adapter (one module per source: `litellm`) turns each source file into a file
 own format (Parquet, in the ledger home's scratch folder ``facts/_adapters/``) with DuckDB SQL
 alone, one row per source record, in the source's order, written by the conversion's one statement
 with the conversion's own columns beside the ledger's (``HIDDEN``: left unread by the ingest); the
-plain :func:`ledger.ingest.ingest` then validates and commits those files, so every rule of docs/ingest.md applies. Its problems are
-told back in the source's terms: the source file, the record's line, the source field (``spend.csv:17:
-prompt_tokens (input_tokens): '-1' is negative``). The batch lists the source files (``origins`` of
-the plain ingest), in the same commit.
+plain :func:`ledger.ingest.ingest` then validates and commits those files, so every rule of
+docs/ingest.md applies. Its problems are told back in the source's terms: the source file, the
+record's line, the source field (``spend.csv:17: prompt_tokens (input_tokens): '-1' is negative``).
+The batch lists the source files (``origins`` of the plain ingest), in the same commit.
 """
 from __future__ import annotations
 
