@@ -112,6 +112,7 @@ def test_the_conversions_own_columns_are_left_unread_only_in_its_own_files(ledge
     # The conversion writes its flags beside the ledger's columns (``sources.HIDDEN``). The ingest leaves
     # them unread only in a file converted from a source (``Origin.hidden``); in a user's own Parquet
     # file the same column is judged as any other (a BOOLEAN column is refused), and nothing is written.
+    assert not {c for k in facts.KINDS.values() for c in k.names} & set(HIDDEN)  # never a column of a kind
     m = mapfile.load(LITELLM_MAP, litellm.MAPPABLE, litellm.TABLES, ())
     con = duck.connect("ingest_source", home=tmp_path, ordered=True)
     src = open_source(con, SPEND, None, tmp_path / "links")
