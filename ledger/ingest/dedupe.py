@@ -115,7 +115,7 @@ def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
     Up to SET_MAX_ROWS the values are fetched into a Python set, which is smaller than the list
     when one repeats; up to DISTINCT_MAX_ROWS DuckDB counts them distinct, in the engine. Sorted, a
     repeat sits next to its twin: up to NUMPY_SORT_MAX_ROWS the values are fetched into an array and
-    sorted by numpy (:func:`sorted_repeat`, in two halves at once on a machine of two cores or more:
+    sorted by numpy (:func:`sorted_repeat`, in two halves at once where the connection runs two threads:
     10M values in about 0.1 s where its vectorized sort applies, 0.65 s where it does not, 0.42 s
     there in halves, against 0.5 s for DuckDB's sort of them); above it, DuckDB sorts them and
     compares neighbours."""
@@ -127,7 +127,8 @@ def hashes_repeat(con, hashes_sql: str, rows: int) -> bool:
     if rows <= NUMPY_SORT_MAX_ROWS:
         import numpy as np
 
-        return sorted_repeat(np.asarray(con.execute(hashes_sql).fetchnumpy()["h"], dtype=np.uint64), _cores())
+        threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]  # LEDGER_THREADS, or a core each
+        return sorted_repeat(np.asarray(con.execute(hashes_sql).fetchnumpy()["h"], dtype=np.uint64), int(threads))
     return bool(con.execute(f"SELECT count(*) FILTER (WHERE h = p) FROM (SELECT h, lag(h) OVER (ORDER BY h) AS p "
                             f"FROM ({hashes_sql}))").fetchone()[0])
 
@@ -138,7 +139,8 @@ def sorted_repeat(h, threads: int) -> bool:
     around its middle value (``ndarray.partition``: every value before the middle place is no larger
     than every value after it) and the two halves are sorted at once, each on a thread (numpy's sort
     lets go of the GIL), which leaves the whole array sorted: at 10M values 0.41 to 0.44 s against
-    0.64 to 0.66 s for one sort on a 2-core machine, the partition itself 0.09 s (docs/scale.md)."""
+    0.64 to 0.66 s for one sort on a 2-core machine, the partition itself 0.09 s (docs/scale.md).
+    `threads`: those the ingest's DuckDB connection runs (``LEDGER_THREADS``, else one per core)."""
     if h.size < 2:
         return False
     if threads < 2 or h.size < PARALLEL_SORT_MIN_ROWS:
@@ -158,16 +160,6 @@ def sorted_repeat(h, threads: int) -> bool:
 #: From this many values the halves are sorted at once (every batch that reaches numpy's sort: above
 #: DISTINCT_MAX_ROWS); a small array is sorted whole, where a thread and a partition would gain nothing
 PARALLEL_SORT_MIN_ROWS = 1_000_000
-
-
-def _cores() -> int:
-    """The CPUs this process may run on (its affinity where the platform tells it)."""
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def _conflict_problems(con, kind: str, files: Sequence[ReadFile], s) -> list[Problem]:
