@@ -32,7 +32,7 @@ from typer.testing import CliRunner  # noqa: E402
 from ledger import config, runs, store  # noqa: E402
 from ledger.allocate import AllocationError, Policy, Weights, allocate  # noqa: E402
 from ledger.allocate.engines import DUCKDB  # noqa: E402
-from ledger.allocate.spark import KINDS, SparkEngine, SparkError, fact_urls, session  # noqa: E402
+from ledger.allocate.spark import KINDS, SparkEngine, SparkError, fact_urls, facts_frame, session, spark_type  # noqa: E402
 from ledger.allocate.tables import TempTable  # noqa: E402
 from ledger.cli import app  # noqa: E402
 
@@ -174,6 +174,28 @@ def test_a_fact_file_spark_cannot_find_is_one_line(ledger_home, spark):
     gone = (ledger_home / "facts" / "requests" / "month=2026-10" / "b-0.parquet").as_posix()
     with pytest.raises(SparkError, match=r"^Spark could not read the requests facts: \[PATH_NOT_FOUND\]"):
         SparkEngine(spark, {"requests": ["file://" + gone]})
+
+
+def test_a_kind_without_files_is_empty_before_spark_runs_anything(spark):
+    """A kind with no fact files (a month without meters) reads as the kind's columns, each of its
+    declared type, and no row, in a relation Spark's optimizer knows is empty: a statement over it
+    (the meters' LEFT JOIN with the failed tasks) is an empty local relation, with no job to run."""
+    from ledger.facts import KINDS as SPECS
+
+    for kind in KINDS:
+        frame = facts_frame(spark, kind, [])
+        want = [(c.name, spark_type(c.type)) for c in SPECS[kind].columns] + [("booked_at", "TIMESTAMP")]
+        got = [(f.name, f.dataType.simpleString().upper()) for f in frame.schema.fields]
+        assert [n for n, _ in got] == [n for n, _ in want]
+        assert got == [(n, t.upper().replace(" ", "")) for n, t in want]
+        assert frame.count() == 0
+    facts_frame(spark, "meters", []).createOrReplaceTempView("_no_meters")
+    spark.range(3).selectExpr("CAST(id AS STRING) AS task_id").createOrReplaceTempView("_some_failed")
+    joined = spark.sql("SELECT m.tenant, count(*) AS n FROM _no_meters m LEFT JOIN _some_failed f "
+                       "ON m.task_id = f.task_id GROUP BY m.tenant")
+    plan = joined._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.startswith("LocalRelation <empty>"), plan
+    assert joined.collect() == []
 
 
 def test_max_by_skips_a_null_value_and_an_overflow_stops_spark(spark):

@@ -166,9 +166,12 @@ def facts_frame(spark, kind: str, urls: Sequence[str]):
     spec = facts.KINDS[kind]
     types = [(c.name, spark_type(c.type), c.default) for c in spec.columns]
     if not urls:
-        ddl = ", ".join(f"`{n}` {t}" for n, t, _ in types) + ", booked_at TIMESTAMP"
-        with _quiet():
-            return spark.createDataFrame([], ddl)
+        # no rows, as a statement Spark's optimizer sees is empty (an empty local relation), so that a
+        # statement over it is empty before it runs: an empty DataFrame made from a Python list is an
+        # RDD that adaptive execution found empty only by running a job (the meters of a month without
+        # any: 1.85 s of the 10M bench's allocation, docs/scale.md)
+        cols = ", ".join(f"CAST(NULL AS {t}) AS `{n}`" for n, t, _ in types)
+        return spark.sql(f"SELECT {cols}, CAST(NULL AS TIMESTAMP) AS booked_at WHERE false")
     raw = (spark.read.option("mergeSchema", "true").option("recursiveFileLookup", "true")
            .parquet(*urls))
     have = set(raw.columns)
