@@ -32,7 +32,8 @@ from typer.testing import CliRunner  # noqa: E402
 from ledger import config, runs, store  # noqa: E402
 from ledger.allocate import AllocationError, Policy, Weights, allocate  # noqa: E402
 from ledger.allocate.engines import DUCKDB  # noqa: E402
-from ledger.allocate.spark import KINDS, SparkEngine, SparkError, fact_urls, facts_frame, session, spark_type  # noqa: E402
+from ledger.allocate.spark import (KINDS, SparkEngine, SparkError, fact_urls, facts_frame, session,  # noqa: E402
+                                   spark_type)
 from ledger.allocate.tables import TempTable  # noqa: E402
 from ledger.cli import app  # noqa: E402
 
@@ -193,9 +194,13 @@ def test_a_kind_without_files_is_empty_before_spark_runs_anything(spark):
     spark.range(3).selectExpr("CAST(id AS STRING) AS task_id").createOrReplaceTempView("_some_failed")
     joined = spark.sql("SELECT m.tenant, count(*) AS n FROM _no_meters m LEFT JOIN _some_failed f "
                        "ON m.task_id = f.task_id GROUP BY m.tenant")
-    plan = joined._jdf.queryExecution().optimizedPlan().toString()
-    assert plan.startswith("LocalRelation <empty>"), plan
-    assert joined.collect() == []
+    try:
+        plan = joined._jdf.queryExecution().optimizedPlan().toString()
+        assert plan.startswith("LocalRelation <empty>"), plan
+        assert joined.collect() == []
+    finally:
+        spark.catalog.dropTempView("_no_meters")
+        spark.catalog.dropTempView("_some_failed")
 
 
 def test_max_by_skips_a_null_value_and_an_overflow_stops_spark(spark):
