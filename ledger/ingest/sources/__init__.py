@@ -94,9 +94,8 @@ def ingest_from(source: str, kind: str, paths: Sequence[str | Path], map_path: s
             sources.append(src)
         if problems:
             raise IngestError(problems, total)
-        origins = [Origin(path=x.label, sha256=sha, format=f"{source}:{x.fmt}{'.gz' * x.compressed}",
-                          bytes=x.path.stat().st_size, hidden=HIDDEN) for x, d in zip(sources, digests)
-                   for sha in d.result()]
+        origins = [Origin(path=x.label, sha256=d.result()[0], format=f"{source}:{x.fmt}{'.gz' * x.compressed}",
+                          bytes=x.path.stat().st_size, hidden=HIDDEN) for x, d in zip(sources, digests)]
         try:
             return ingest(kind, converted, fmt="parquet", register_new=register_new, dry_run=dry_run,
                           as_adjustment=as_adjustment, on_step=on_step, on_progress=on_progress, origins=origins,
