@@ -231,6 +231,45 @@ def test_max_by_skips_a_null_value_and_an_overflow_stops_spark(spark):
     engine.release()
 
 
+def test_spark_makes_the_state_in_bigint_and_again_in_hugeint_when_it_overflows(spark):
+    """Spark computes the per-task state's keys in BIGINT with no bounds read first: a month whose keys
+    fit gets its state in BIGINT; one with an outcome decided in the year 9000 but booked in the
+    period (its `decided`, about 2^59.6 times 2^4 for the month's ten keys, is past 2^63) stops on
+    Spark's overflow and is made again in HUGEINT. Either way the rows are DuckDB's, which reads the
+    bounds from the Parquet statistics and computes in the type that fits from the start."""
+    from ledger.allocate import sql, tables
+    from ledger.allocate.period import make_task_state
+    from ledger.allocate.spark import SparkOverflow
+
+    lines = ["task_id,tenant,product,outcome,decided_at,criteria,booked_at"]
+    lines += [f"t{i},a,chat,{'failure' if i % 3 == 0 else 'success'},2026-10-0{1 + i % 9}T10:00:00Z,c{i},"
+              f"2026-10-0{1 + i % 9}T10:00:00Z" for i in range(10)]
+    far = "tz,a,chat,failure,9000-01-01T00:00:00Z,c0,2026-10-15T00:00:00Z"
+    copy = TempTable("_state_copy", (("task_id", "VARCHAR"), ("latest", "INTEGER"), ("decided", "INTEGER"),
+                                     ("k", "BIGINT")), statement=None, small=True)
+    start, end = datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with tempfile.TemporaryDirectory(prefix="ledger-spark-") as tmp:
+        for rows, kinds in ((lines, ("BIGINT", "BIGINT")), ([*lines, far], ("HUGEINT", "HUGEINT"))):
+            con = facts_con(outcomes="\n".join(rows))
+            path = Path(tmp) / f"outcomes-{len(rows)}.parquet"
+            con.execute(f"COPY outcomes TO '{path}' (FORMAT parquet)")
+            got, used = [], []
+            for engine in (DUCKDB, SparkEngine(spark, {"outcomes": ["file://" + path.as_posix()]})):
+                engine.create(con, tables.TASK_KEYS, sql.task_keys(start, end))
+                used.append(make_task_state(con, engine, start, end))
+                engine.create(con, copy, f"SELECT * FROM {tables.TASK_STATE}")
+                got.append(con.execute("SELECT * FROM _state_copy ORDER BY task_id").fetchall())
+                if engine is not DUCKDB and kinds[1] == "HUGEINT":  # the overflow is Spark's own
+                    bits = sql.k_bits(con.execute(f"SELECT count(*) FROM {tables.TASK_KEYS}").fetchall()[0][0])
+                    with pytest.raises(SparkOverflow, match=r"^Spark failed making _task_state: \[ARITHMETIC"):
+                        engine.create(con, tables.TASK_STATE, sql.task_state(start, end, bits, "BIGINT", False))
+                engine.release()
+            assert tuple(used) == kinds
+            assert got[0] == got[1]
+            assert len(got[0]) == len(rows) - 1
+    assert ("tz", None, sql.FAILURE, 0) in got[0]  # decided after the period end: no latest; c0 is k 0
+
+
 def test_the_latest_outcome_of_a_task_is_the_same_row_on_spark(spark):
     """Ties of decided_at, a row without an outcome, NULL tenant and criteria, instants before 1970: the
     per-task state (packed into HUGEINT, DECIMAL(38,0) on Spark, decoded with ``pmod`` and ``div`` there)

@@ -19,6 +19,7 @@ import duckdb
 
 
 from ..duck import limit_of
+from ..errors import LedgerError
 from ..sqltext import literal
 from ..vocab import EngineName
 from .sql import render
@@ -26,6 +27,13 @@ from .tables import TempTable
 
 #: DuckDB types a loaded table may have, as Arrow types (HUGEINT goes as text, then is cast).
 _ARROW = {"VARCHAR": "string", "BIGINT": "int64", "HUGEINT": "string"}
+
+
+class Overflow(LedgerError):
+    """An engine stopped a statement because an integer or decimal overflowed its type (never a wrapped
+    or NULL value: DuckDB stops so, and Spark under ANSI mode). Raised by an engine that is asked to
+    compute in a narrow type first (``period.make_task_state``), so that its caller can make the
+    relation again in a wider one."""
 
 
 class Engine(Protocol):

@@ -12,7 +12,7 @@ import duckdb
 from ..instants import iso
 from ..vocab import EngineName
 from . import sql
-from .engines import Engine
+from .engines import Engine, Overflow
 from .pricing import _Pricer
 from .records import Policy, Tasks, Usage
 from .tables import FAILED_TASKS, GROUPS, METERS, POOL_WEIGHTS, TASK_COUNTS, TASK_KEYS, TASK_STATE, UNKNOWN_TASKS
@@ -89,8 +89,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, pol
     """
     con.execute("SET TimeZone = 'UTC'")
     engine.create(con, TASK_KEYS, sql.task_keys(start, end))
-    bits, null_keys = _key_shape(con)
-    engine.create(con, TASK_STATE, sql.task_state(start, end, bits, _key_kind(con, engine, start, bits), null_keys))
+    make_task_state(con, engine, start, end)
     engine.create(con, FAILED_TASKS, sql.FAILED_TASKS)
     weight, join, pool_weights = sql.weight(policy)
     if join:
@@ -112,14 +111,33 @@ def _key_shape(con: duckdb.DuckDBPyConnection) -> tuple[int, bool]:
     return sql.k_bits(keys), nulls > 0
 
 
+def make_task_state(con: duckdb.DuckDBPyConnection, engine: Engine, start: datetime, end: datetime) -> str:
+    """Make `TASK_STATE` (``sql.task_state``) of the period, `TASK_KEYS` made; return the integer type
+    its keys were computed in (:func:`_key_kind`). Where that is BIGINT without a proof that the keys
+    fit (Spark), an :class:`~.engines.Overflow` makes the state again in HUGEINT: the engine stops on
+    an overflow rather than wrap, so a state made in BIGINT is exact."""
+    bits, null_keys = _key_shape(con)
+    kind = _key_kind(con, engine, start, bits)
+    while True:
+        try:
+            engine.create(con, TASK_STATE, sql.task_state(start, end, bits, kind, null_keys))
+            return kind
+        except Overflow:
+            if kind == "HUGEINT":  # the widest: an overflow here is the allocation's error
+                raise
+            kind = "HUGEINT"
+
+
 def _key_kind(con: duckdb.DuckDBPyConnection, engine: Engine, start: datetime, bits: int) -> str:
-    """The integer type of the per-task state's keys (``sql.outcome_key``): BIGINT on DuckDB when the
+    """The integer type of the per-task state's keys (``sql.outcome_key``): on DuckDB, BIGINT when the
     first and last ``decided_at`` of every outcome (which DuckDB reads from the Parquet files'
-    statistics) keep them within it (``sql.fits_bigint``), else HUGEINT. Spark keeps
-    HUGEINT (its DECIMAL(38,0), held as a long up to 18 digits: no gain, and a job of its own to
-    find the bounds)."""
+    statistics) keep them within it (``sql.fits_bigint``), else HUGEINT. On Spark, BIGINT first
+    (:func:`make_task_state` makes the state again in HUGEINT if it overflows): its HUGEINT is
+    DECIMAL(38,0), a long inside a Decimal object, and the state of the 10M bench's month took 12.3 s
+    in BIGINT against 15.7 s so, in a fresh session; the bounds would be a job of its own there
+    (docs/scale.md)."""
     if engine.name != EngineName.DUCKDB:
-        return "HUGEINT"
+        return "BIGINT"
     first, last = con.execute(
         "SELECT epoch_us(min(decided_at)), epoch_us(max(decided_at)) FROM outcomes").fetchall()[0]
     return "BIGINT" if sql.fits_bigint(first, last, start, bits) else "HUGEINT"

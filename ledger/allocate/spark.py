@@ -29,6 +29,7 @@ from .. import config, facts
 from ..errors import LedgerError
 from ..hints import Hint, Hinted
 from ..vocab import Dialect, EngineName
+from .engines import Overflow
 from .sql import render
 from .tables import TempTable
 
@@ -72,6 +73,11 @@ class SparkError(LedgerError):
     line saying what (Spark's own message is many lines of JVM stack: its first line is the reason)."""
 
 
+class SparkOverflow(SparkError, Overflow):
+    """Spark stopped a statement on an integer or decimal overflow (ANSI mode: ``ARITHMETIC_OVERFLOW``,
+    ``NUMERIC_VALUE_OUT_OF_RANGE``); the message is Spark's first line, as for any :class:`SparkError`."""
+
+
 @contextmanager
 def _quiet():
     """PySpark 4.x warns, on its first Arrow conversion, that it does not yet fully support pandas 3: the
@@ -79,6 +85,14 @@ def _quiet():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
         yield
+
+
+def _overflowed(e: BaseException) -> bool:
+    """Whether `e` is Spark's error for an integer or decimal overflow (its ``ArithmeticException``;
+    under ANSI mode the only way Spark reports one)."""
+    from pyspark.errors import ArithmeticException
+
+    return isinstance(e, ArithmeticException)
 
 
 def _first_line(e: BaseException) -> str:
@@ -208,10 +222,9 @@ class SparkEngine:
                 raise SparkError(f"Spark could not read the {kind} facts: {_first_line(e)}") from e
 
     def create(self, con: duckdb.DuckDBPyConnection, table: TempTable, sql: str) -> None:
+        frame = None
         try:
             frame = self.spark.sql(render(sql, self.name)).persist()
-            frame.createOrReplaceTempView(table.name)
-            self._kept.append((table.name, frame))
             if table.small:
                 to_duckdb(con, table, frame)
             else:
@@ -220,7 +233,13 @@ class SparkEngine:
                 # bench's allocation took 42.8 s against 34.6 s (docs/scale.md)
                 frame.count()
         except Exception as e:  # an overflow under ANSI mode, a file gone: Spark's first line says which
-            raise SparkError(f"Spark failed making {table}: {_first_line(e)}") from e
+            if frame is not None:
+                frame.unpersist()
+            error = SparkOverflow if _overflowed(e) else SparkError
+            raise error(f"Spark failed making {table}: {_first_line(e)}") from e
+        # a view of the session once made: a relation that failed leaves none behind (nor its cache)
+        frame.createOrReplaceTempView(table.name)
+        self._kept.append((table.name, frame))
 
     def create_in_parts(self, con: duckdb.DuckDBPyConnection, table: TempTable, keys: str,
                         statement: Callable[[str | None, str | None], str]) -> None:
