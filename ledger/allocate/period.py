@@ -136,8 +136,10 @@ def _key_kind(con: duckdb.DuckDBPyConnection, engine: Engine, start: datetime, b
     DECIMAL(38,0), a long inside a Decimal object, and the state of the 10M bench's month took 12.3 s
     in BIGINT against 15.7 s so, in a fresh session; the bounds would be a job of its own there
     (docs/scale.md)."""
-    if engine.name != EngineName.DUCKDB:
+    if engine.name == EngineName.SPARK:
         return "BIGINT"
+    if engine.name != EngineName.DUCKDB:  # an engine not known to stop on an overflow: the type that holds any
+        return "HUGEINT"
     first, last = con.execute(
         "SELECT epoch_us(min(decided_at)), epoch_us(max(decided_at)) FROM outcomes").fetchall()[0]
     return "BIGINT" if sql.fits_bigint(first, last, start, bits) else "HUGEINT"
