@@ -20,7 +20,7 @@ import re
 import shutil
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
@@ -234,7 +234,8 @@ class SparkEngine:
                 frame.count()
         except Exception as e:  # an overflow under ANSI mode, a file gone: Spark's first line says which
             if frame is not None:
-                frame.unpersist()
+                with suppress(Exception):  # a session gone: the error to report is the one above
+                    frame.unpersist()
             error = SparkOverflow if _overflowed(e) else SparkError
             raise error(f"Spark failed making {table}: {_first_line(e)}") from e
         # a view of the session once made: a relation that failed leaves none behind (nor its cache)
